@@ -1,0 +1,4 @@
+// Placeholder until the owning issue lands its command group.
+import type { Command } from 'commander';
+
+export function registerServeCommand(_program: Command): void {}
