@@ -1,4 +1,80 @@
-// Placeholder until the owning issue lands its command group.
-import type { Command } from 'commander';
+// `headroom serve`: run the OpenAI-compatible server in engine mode.
 
-export function registerServeCommand(_program: Command): void {}
+import type { Command } from 'commander';
+import { Option } from 'commander';
+import { serverConfig } from '../../api/config.ts';
+import { Headroom } from '../../app.ts';
+import type { SchedulerName } from '../../engine/scheduler/factory.ts';
+import { createRunner } from '../../engine/runner/factory.ts';
+
+interface ServeFlags {
+  host: string;
+  port: string;
+  runner: 'llama' | 'mock';
+  model?: string;
+  threads: string;
+  ctx: string;
+  parallel: string;
+  batchTokens: string;
+  scheduler: SchedulerName;
+  sloMs: string;
+  maxQueued: string;
+  maxOutputTokens: string;
+  mockSpeed: string;
+}
+
+const int = (name: string, v: string): number => {
+  const n = Number(v);
+  if (!Number.isInteger(n)) throw new Error(`--${name}: expected an integer, got '${v}'`);
+  return n;
+};
+
+export function registerServeCommand(program: Command): void {
+  program
+    .command('serve', { isDefault: true })
+    .description('serve the OpenAI API on a local model (engine mode)')
+    .option('--host <host>', 'interface to listen on', '0.0.0.0')
+    .option('--port <port>', 'port to listen on', '8000')
+    .addOption(new Option('--runner <runner>', 'model runner').choices(['llama', 'mock']).default('llama'))
+    .option('--model <file>', 'GGUF model to serve (default: the generated tiny model)')
+    .option('--threads <n>', 'llama.cpp threads', '2')
+    .option('--ctx <cells>', 'KV cells in the unified pool', '8192')
+    .option('--parallel <n>', 'sequence ids (most requests running at once)', '16')
+    .option('--batch-tokens <n>', 'most tokens in one forward pass', '512')
+    .addOption(new Option('--scheduler <name>', 'scheduling policy').choices(['fifo', 'static', 'continuous']).default('fifo'))
+    .option('--slo-ms <ms>', 'default latency budget per request', '10000')
+    .option('--max-queued <n>', 'most requests held in memory', '1024')
+    .option('--max-output-tokens <n>', 'largest max_tokens accepted', '1024')
+    .option('--mock-speed <x>', 'mock runner cost multiplier', '1')
+    .action(async (f: ServeFlags) => {
+      const runner = await createRunner({
+        runner: f.runner,
+        ...(f.model === undefined ? {} : { modelPath: f.model }),
+        threads: int('threads', f.threads),
+        contextTokens: int('ctx', f.ctx),
+        maxSequences: int('parallel', f.parallel),
+        maxBatchTokens: int('batch-tokens', f.batchTokens),
+        mockSpeed: Number(f.mockSpeed),
+      });
+      const headroom = new Headroom({
+        runner,
+        server: serverConfig({ host: f.host, port: int('port', f.port), sloMs: int('slo-ms', f.sloMs), maxOutputTokens: int('max-output-tokens', f.maxOutputTokens) }),
+        scheduler: { scheduler: f.scheduler },
+        maxQueuedRequests: int('max-queued', f.maxQueued),
+      });
+      const address = await headroom.start();
+      console.log(`headroom: serving ${runner.info.modelId} with the ${runner.info.name} runner and the ${f.scheduler} scheduler on ${address}`);
+      let draining = false;
+      const onSignal = (sig: string): void => {
+        if (draining) return;
+        draining = true;
+        console.log(`headroom: ${sig}: draining (no new requests; in-flight ones finish)`);
+        void headroom.drain().then((outcome) => {
+          console.log(`headroom: ${outcome === 'drained' ? 'drained' : 'drain timed out'}; exiting`);
+          process.exit(outcome === 'drained' ? 0 : 1);
+        });
+      };
+      process.on('SIGTERM', () => onSignal('SIGTERM'));
+      process.on('SIGINT', () => onSignal('SIGINT'));
+    });
+}

@@ -1,0 +1,60 @@
+// The one catalog of errors a client can see. Every refusal and failure the API returns is built
+// here, so a code always maps to the same HTTP status and OpenAI error type.
+//
+// Wire shape (what openai-node and every OpenAI client parse):
+//   {"error": {"message": "...", "type": "invalid_request_error", "param": "max_tokens", "code": "invalid_value"}}
+// Refusals (429/503) also carry a Retry-After header in whole seconds.
+
+export type ErrorType = 'invalid_request_error' | 'not_found_error' | 'rate_limit_error' | 'overloaded_error' | 'server_error';
+
+interface CatalogEntry {
+  readonly status: number;
+  readonly type: ErrorType;
+}
+
+/** Stable error codes. Adding one is an API change: clients may branch on them. */
+export const ERROR_CATALOG = {
+  invalid_json: { status: 400, type: 'invalid_request_error' },
+  invalid_encoding: { status: 400, type: 'invalid_request_error' },
+  invalid_value: { status: 400, type: 'invalid_request_error' },
+  missing_field: { status: 400, type: 'invalid_request_error' },
+  unsupported_value: { status: 400, type: 'invalid_request_error' },
+  context_length_exceeded: { status: 400, type: 'invalid_request_error' },
+  model_not_found: { status: 404, type: 'not_found_error' },
+  route_not_found: { status: 404, type: 'not_found_error' },
+  method_not_allowed: { status: 405, type: 'invalid_request_error' },
+  body_too_large: { status: 413, type: 'invalid_request_error' },
+  unsupported_media_type: { status: 415, type: 'invalid_request_error' },
+  rate_limited: { status: 429, type: 'rate_limit_error' },
+  capacity: { status: 503, type: 'overloaded_error' },
+  draining: { status: 503, type: 'overloaded_error' },
+  slo_unattainable: { status: 503, type: 'overloaded_error' },
+  engine_failure: { status: 500, type: 'server_error' },
+  internal_error: { status: 500, type: 'server_error' },
+} as const satisfies Record<string, CatalogEntry>;
+
+export type ErrorCode = keyof typeof ERROR_CATALOG;
+
+/** A failure meant for the client. Thrown inside handlers; rendered by the one error handler in server.ts. */
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly param: string | null;
+  /** Seconds, for 429/503 refusals. */
+  readonly retryAfterS: number | null;
+
+  constructor(code: ErrorCode, message: string, opts: { param?: string | null; retryAfterS?: number | null } = {}) {
+    super(message);
+    this.name = 'ApiError';
+    this.code = code;
+    this.param = opts.param ?? null;
+    this.retryAfterS = opts.retryAfterS ?? null;
+  }
+
+  get status(): number {
+    return ERROR_CATALOG[this.code].status;
+  }
+
+  toBody(): { error: { message: string; type: ErrorType; param: string | null; code: ErrorCode } } {
+    return { error: { message: this.message, type: ERROR_CATALOG[this.code].type, param: this.param, code: this.code } };
+  }
+}

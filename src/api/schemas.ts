@@ -1,0 +1,68 @@
+// Request bodies of the OpenAI endpoints, validated once at the edge. Unknown fields are ignored
+// (clients send many we do not use); known fields with a wrong type or an out-of-range value are
+// a 400 naming the field. `n` other than 1 is refused for now.
+
+import { z } from 'zod';
+import { ApiError } from './errors.ts';
+
+const stop = z.union([z.string().min(1), z.array(z.string().min(1)).max(4)]).nullish();
+
+const common = {
+  model: z.string().min(1),
+  max_tokens: z.number().int().min(1).nullish(),
+  max_completion_tokens: z.number().int().min(1).nullish(),
+  stop,
+  temperature: z.number().min(0).max(2).nullish(),
+  top_p: z.number().gt(0).max(1).nullish(),
+  seed: z.number().int().nullish(),
+  stream: z.boolean().nullish(),
+  stream_options: z.object({ include_usage: z.boolean().nullish() }).nullish(),
+  n: z.number().int().min(1).nullish(),
+  ignore_eos: z.boolean().nullish(),
+  user: z.string().nullish(),
+};
+
+const contentPart = z.object({ type: z.literal('text'), text: z.string() });
+const message = z.object({
+  role: z.enum(['system', 'developer', 'user', 'assistant', 'tool']),
+  content: z.union([z.string(), z.array(contentPart).min(1)]).nullable(),
+  name: z.string().optional(),
+});
+
+export const chatCompletionBody = z.object({ ...common, messages: z.array(message).min(1) });
+export const completionBody = z.object({
+  ...common,
+  prompt: z.union([z.string(), z.array(z.string()).length(1), z.array(z.number().int().min(0)).min(1)]),
+  echo: z.boolean().nullish(),
+});
+
+export type ChatCompletionBody = z.infer<typeof chatCompletionBody>;
+export type CompletionBody = z.infer<typeof completionBody>;
+
+/** Parse or throw the 400 that names the first offending field. */
+export function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new ApiError('invalid_value', 'The request body must be a JSON object.');
+  }
+  const r = schema.safeParse(body);
+  if (r.success) return r.data;
+  const issue = r.error.issues[0]!;
+  const param = issue.path.map(String).join('.') || null;
+  const missing = issue.code === 'invalid_type' && issue.input === undefined;
+  const msg = missing ? `Missing required parameter: '${param}'.` : `Invalid value for '${param ?? 'body'}': ${issue.message}`;
+  throw new ApiError(missing ? 'missing_field' : 'invalid_value', msg, { param });
+}
+
+/** Fields we accept but only with one value. */
+export function checkSupported(body: { n?: number | null | undefined; echo?: boolean | null | undefined }): void {
+  if (body.n != null && body.n !== 1) {
+    throw new ApiError('unsupported_value', `Only n=1 is supported; got n=${body.n}.`, { param: 'n' });
+  }
+  if (body.echo === true) throw new ApiError('unsupported_value', 'echo=true is not supported.', { param: 'echo' });
+}
+
+/** Message content as plain text (array content: the text parts joined). */
+export function messageText(content: string | readonly { text: string }[] | null): string {
+  if (content === null) return '';
+  return typeof content === 'string' ? content : content.map((p) => p.text).join('');
+}

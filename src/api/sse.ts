@@ -1,0 +1,43 @@
+// Server-sent events on a raw Node response: `data: <json>\n\n` frames, `data: [DONE]` at the end.
+// The writer never throws on a closed socket: a client that left just stops receiving.
+
+import type { ServerResponse } from 'node:http';
+
+export class SseWriter {
+  readonly #res: ServerResponse;
+
+  constructor(res: ServerResponse) {
+    this.#res = res;
+  }
+
+  open(extraHeaders: Record<string, string> = {}): void {
+    this.#res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+      ...extraHeaders,
+    });
+    this.#res.flushHeaders();
+  }
+
+  get closed(): boolean {
+    return this.#res.destroyed || this.#res.writableEnded;
+  }
+
+  send(payload: unknown): void {
+    if (!this.closed) this.#res.write(`data: ${JSON.stringify(payload)}\n\n`);
+  }
+
+  /** `data: [DONE]` and end the response; safe to call twice. */
+  done(): void {
+    if (this.closed) return;
+    this.#res.write('data: [DONE]\n\n');
+    this.#res.end();
+  }
+
+  /** End without [DONE] (the client is gone or the server is failing). */
+  end(): void {
+    if (!this.closed) this.#res.end();
+  }
+}

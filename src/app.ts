@@ -1,0 +1,78 @@
+// Wires a runner, a scheduler, the engine and the HTTP server into one Headroom process, with a
+// warm-up step before /ready turns green and a drain that lets in-flight streams finish.
+
+import type { FastifyInstance } from 'fastify';
+import type { ServerConfig } from './api/config.ts';
+import type { Lifecycle } from './api/server.ts';
+import { buildServer } from './api/server.ts';
+import { Engine } from './engine/engine.ts';
+import type { Runner } from './engine/runner/runner.ts';
+import { asSeqId } from './engine/runner/runner.ts';
+import type { SchedulerConfig } from './engine/scheduler/factory.ts';
+import { createScheduler } from './engine/scheduler/factory.ts';
+
+export interface HeadroomOptions {
+  readonly runner: Runner;
+  readonly server: ServerConfig;
+  readonly scheduler: SchedulerConfig;
+  readonly maxQueuedRequests: number;
+  readonly statsExtra?: () => Record<string, unknown>;
+}
+
+export class Headroom {
+  readonly engine: Engine;
+  readonly app: FastifyInstance;
+  readonly lifecycle: Lifecycle = { warm: false };
+  readonly #opts: HeadroomOptions;
+
+  constructor(opts: HeadroomOptions) {
+    this.#opts = opts;
+    const scheduler = createScheduler(opts.scheduler, opts.runner.info);
+    this.engine = new Engine(opts.runner, scheduler, { maxQueuedRequests: opts.maxQueuedRequests });
+    this.app = buildServer({
+      engine: this.engine,
+      config: opts.server,
+      lifecycle: this.lifecycle,
+      ...(opts.statsExtra === undefined ? {} : { statsExtra: opts.statsExtra }),
+    });
+  }
+
+  /** Start the engine, run one warm-up step through the runner, listen. Returns the bound address. */
+  async start(): Promise<string> {
+    this.engine.start();
+    await this.#warmUp();
+    const address = await this.app.listen({ host: this.#opts.server.host, port: this.#opts.server.port });
+    this.lifecycle.warm = true;
+    return address;
+  }
+
+  /** Readiness off, refuse new requests, let in-flight ones finish (or time out), then close. */
+  async drain(timeoutMs = this.#opts.server.drainTimeoutMs): Promise<'drained' | 'timeout'> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), timeoutMs)));
+    const outcome = await Promise.race([this.engine.drain().then(() => 'drained' as const), timeout]);
+    clearTimeout(timer);
+    await this.close();
+    return outcome;
+  }
+
+  async close(): Promise<void> {
+    await this.app.close();
+    await this.engine.stop();
+    await this.#opts.runner.close();
+  }
+
+  /** One real step through the runner (a one-token prompt on a scratch sequence), then clean up. */
+  async #warmUp(): Promise<void> {
+    const runner = this.#opts.runner;
+    const seqId = runner.info.maxSequences - 1;
+    const token = runner.tokenize('warm', true)[0]!;
+    const sampling = { temperature: 0, topP: 1, seed: 0 };
+    const r = await runner.execute({
+      kvOps: [],
+      items: [{ requestId: 'warm-up', seqId: asSeqId(seqId), tokens: [token], startPos: 0, sample: true, resetSampler: true, sampling }],
+    });
+    await runner.execute({ kvOps: [{ kind: 'remove', seqId: asSeqId(seqId), p0: 0, p1: -1 }], items: [] });
+    if (!r.ok) throw new Error(`warm-up step failed: ${r.message}`);
+  }
+}

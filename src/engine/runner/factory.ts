@@ -1,0 +1,25 @@
+// Builds the runner named by configuration. Asking for `llama` when the native addon is not
+// built is an error with a clear message, never a silent fallback to the mock.
+
+import { MockRunner } from './mock/mock-runner.ts';
+import type { Runner } from './runner.ts';
+
+export interface RunnerConfig {
+  readonly runner: 'llama' | 'mock';
+  /** GGUF file; default: the generated tiny model. */
+  readonly modelPath?: string;
+  readonly threads: number;
+  readonly contextTokens: number;
+  readonly maxSequences: number;
+  readonly maxBatchTokens: number;
+  readonly mockSpeed: number;
+}
+
+export async function createRunner(c: RunnerConfig): Promise<Runner> {
+  if (c.runner === 'mock') {
+    return Promise.resolve(
+      new MockRunner({ contextTokens: c.contextTokens, maxSequences: c.maxSequences, maxBatchTokens: c.maxBatchTokens, cost: { speed: c.mockSpeed } }),
+    );
+  }
+  throw new Error('the llama runner is not available yet');
+}

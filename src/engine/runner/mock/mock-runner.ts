@@ -1,0 +1,151 @@
+// The mock runner: the Runner interface with an explicit, deterministic cost model and no model.
+//
+//   step time = speed × (stepOverheadMs + prefillTokenMs × fed prompt tokens + decodeSeqMs × decoding sequences)
+//
+// Tokens are a pure function of the sequence's recent tokens (and, when sampling, the request's
+// seed and position), so a request produces the same text alone or inside any batch — the
+// property the "each stream carries only its own tokens" test relies on. It keeps a simulated
+// unified KV pool (MockKv) and refuses a step that does not fit, as llama.cpp does.
+
+import { Utf8Accumulator } from '../utf8-accumulator.ts';
+import type { ChatMessage, IncrementalDetokenizer, Runner, RunnerInfo, RunnerPlan, StepResult } from '../runner.ts';
+import { MockKv } from './mock-kv.ts';
+import { BOS_ID, EMOJI_BYTE_TOKENS, EOS_ID, MOCK_GENERATION_POOL, MOCK_VOCAB_SIZE, encode, tokenBytes } from './mock-tokenizer.ts';
+
+export interface MockCostModel {
+  /** Fixed cost of every forward pass, ms. */
+  readonly stepOverheadMs: number;
+  /** Cost per prompt token fed (prefill), ms. */
+  readonly prefillTokenMs: number;
+  /** Cost per sequence decoding one token, ms. */
+  readonly decodeSeqMs: number;
+  /** Multiplies every cost: 0 runs as fast as the event loop allows, 2 is half speed. */
+  readonly speed: number;
+}
+
+export interface MockRunnerOptions {
+  readonly modelId?: string;
+  readonly contextTokens?: number;
+  readonly maxSequences?: number;
+  readonly maxBatchTokens?: number;
+  readonly cost?: Partial<MockCostModel>;
+  /** Probability that a sampled (non-greedy or greedy) token is EOS; decided by a hash, so seeded. */
+  readonly eosProbability?: number;
+}
+
+export const DEFAULT_MOCK_COST: MockCostModel = { stepOverheadMs: 2, prefillTokenMs: 0.05, decodeSeqMs: 0.5, speed: 1 };
+
+/** 32-bit FNV-1a over a few integers: cheap, stable, good enough to spread tokens. */
+function hash(...values: number[]): number {
+  let h = 0x811c9dc5;
+  for (const v of values) {
+    h ^= v & 0xffff;
+    h = Math.imul(h, 0x01000193);
+    h ^= v >>> 16;
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+export class MockRunner implements Runner {
+  readonly info: RunnerInfo;
+  readonly #cost: MockCostModel;
+  readonly #eosProbability: number;
+  readonly #kv: MockKv;
+  /** The tokens each sequence holds, for generating the next one. */
+  readonly #history = new Map<number, number[]>();
+  #closed = false;
+
+  constructor(opts: MockRunnerOptions = {}) {
+    const cost = { ...DEFAULT_MOCK_COST, ...opts.cost };
+    for (const [k, v] of Object.entries(cost)) {
+      if (!Number.isFinite(v) || v < 0) throw new Error(`MockRunner: expected cost.${k} ≥ 0, got ${v}`);
+    }
+    const eos = opts.eosProbability ?? 0;
+    if (!(eos >= 0 && eos <= 1)) throw new Error(`MockRunner: expected eosProbability in [0, 1], got ${eos}`);
+    this.#cost = cost;
+    this.#eosProbability = eos;
+    const contextTokens = opts.contextTokens ?? 8192;
+    this.#kv = new MockKv(contextTokens);
+    this.info = {
+      name: 'mock',
+      modelId: opts.modelId ?? 'headroom-mock',
+      contextTokens,
+      maxSequences: opts.maxSequences ?? 64,
+      maxBatchTokens: opts.maxBatchTokens ?? 512,
+      details: { cost, eosProbability: eos, vocabSize: MOCK_VOCAB_SIZE },
+    };
+  }
+
+  get numUsedCells(): number {
+    return this.#kv.numUsedCells;
+  }
+
+  tokenize(text: string, addBos: boolean): number[] {
+    return encode(text, addBos);
+  }
+
+  detokenizer(): IncrementalDetokenizer {
+    const acc = new Utf8Accumulator();
+    return { push: (token) => acc.push(tokenBytes(token)), flush: () => acc.flush() };
+  }
+
+  applyChatTemplate(messages: readonly ChatMessage[]): string {
+    return messages.map((m) => `<|im_start|>${m.role}\n${m.content}<|im_end|>\n`).join('') + '<|im_start|>assistant\n';
+  }
+
+  isEog(token: number): boolean {
+    return token === EOS_ID;
+  }
+
+  async execute(plan: RunnerPlan): Promise<StepResult> {
+    if (this.#closed) return { ok: false, reason: 'backend_error', message: 'runner is closed' };
+    const numTokens = plan.items.reduce((n, it) => n + it.tokens.length, 0);
+    if (numTokens > this.info.maxBatchTokens) throw new Error(`bug: a plan of ${numTokens} tokens exceeds the batch limit ${this.info.maxBatchTokens}`);
+    for (const op of plan.kvOps) {
+      this.#kv.apply(op);
+      if (op.kind === 'remove') this.#history.get(op.seqId)?.splice(op.p0, op.p1 < 0 ? Infinity : op.p1 - op.p0);
+      else this.#history.set(op.dstSeqId, [...(this.#history.get(op.dstSeqId) ?? []), ...(this.#history.get(op.srcSeqId) ?? []).slice(op.p0, op.p1 < 0 ? undefined : op.p1)]);
+    }
+    // llama.cpp places the whole batch or nothing; so does the mock.
+    if (numTokens > this.#kv.numCells - this.#kv.numUsedCells) {
+      return { ok: false, reason: 'no_kv_slot', message: `no KV slot for a batch of ${numTokens} tokens` };
+    }
+    let prefillTokens = 0;
+    let decodeSeqs = 0;
+    const sampled: (number | null)[] = [];
+    for (const item of plan.items) {
+      if (!this.#kv.append(item.seqId, item.startPos, item.tokens.length)) throw new Error('bug: MockKv refused after the capacity check');
+      const hist = this.#history.get(item.seqId) ?? [];
+      hist.push(...item.tokens);
+      this.#history.set(item.seqId, hist);
+      if (item.tokens.length === 1 && item.startPos > 0 && item.sample && !item.resetSampler) decodeSeqs++;
+      else prefillTokens += item.tokens.length;
+      sampled.push(item.sample ? this.#next(hist, item.sampling) : null);
+    }
+    const c = this.#cost;
+    const computeMs = c.speed * (c.stepOverheadMs + c.prefillTokenMs * prefillTokens + c.decodeSeqMs * decodeSeqs);
+    if (computeMs > 0) await new Promise((r) => setTimeout(r, computeMs));
+    else await new Promise((r) => setImmediate(r));
+    return { ok: true, sampled, computeMs };
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    return Promise.resolve();
+  }
+
+  /** The next token: a hash of the last three tokens and the length (greedy), plus seed and position when sampling. */
+  #next(hist: readonly number[], sampling: { temperature: number; seed: number }): number {
+    const n = hist.length;
+    const context = [hist[n - 1] ?? BOS_ID, hist[n - 2] ?? BOS_ID, hist[n - 3] ?? BOS_ID, n];
+    const h = sampling.temperature > 0 ? hash(...context, sampling.seed, 0x5eed) : hash(...context);
+    if (this.#eosProbability > 0 && (h % 10_000) / 10_000 < this.#eosProbability) return EOS_ID;
+    // Mid-emoji: finish the character's bytes in order, so byte tokens arrive split across steps.
+    const last = hist[n - 1];
+    const emojiAt = last === undefined ? -1 : EMOJI_BYTE_TOKENS.indexOf(last);
+    if (emojiAt >= 0 && emojiAt < EMOJI_BYTE_TOKENS.length - 1) return EMOJI_BYTE_TOKENS[emojiAt + 1]!;
+    if (h % 17 === 0) return EMOJI_BYTE_TOKENS[0]!;
+    return MOCK_GENERATION_POOL[(h >>> 8) % MOCK_GENERATION_POOL.length]!;
+  }
+}

@@ -1,0 +1,111 @@
+// FIFO: one request at a time, start to finish (rung 1 of the ablation ladder). The wait queue is
+// still earliest-deadline-first; "FIFO" names the absence of batching. The prompt is fed in
+// chunks of at most `maxBatchTokens`, then one token per step. Sequence 0 is the only sequence.
+
+import type { Request } from '../request.ts';
+import { RequestStatus } from '../request.ts';
+import type { KvOp, StepItem, StepResult } from '../runner/runner.ts';
+import { asSeqId } from '../runner/runner.ts';
+import type { Scheduler, SchedulerPlan, SchedulerSnapshot } from './scheduler.ts';
+import { emptySchedulerPlan } from './scheduler.ts';
+import { WaitQueue } from './wait-queue.ts';
+
+const SEQ = asSeqId(0);
+
+export interface FifoOptions {
+  readonly maxBatchTokens: number;
+  readonly maxSequences: number;
+}
+
+export class FifoScheduler implements Scheduler {
+  readonly name = 'fifo' as const;
+  readonly #opts: FifoOptions;
+  readonly #waiting = new WaitQueue();
+  #running: Request | null = null;
+  #pendingKvOps: KvOp[] = [];
+
+  constructor(opts: FifoOptions) {
+    if (!(opts.maxBatchTokens >= 1)) throw new Error(`FifoScheduler: expected maxBatchTokens ≥ 1, got ${opts.maxBatchTokens}`);
+    this.#opts = opts;
+  }
+
+  get numUnfinished(): number {
+    return this.#waiting.size + (this.#running === null ? 0 : 1);
+  }
+
+  add(req: Request): void {
+    this.#waiting.push(req);
+  }
+
+  schedule(nowMs: number): SchedulerPlan {
+    for (const r of this.#waiting.removeWhere((x) => x.abortRequested)) r.finish('abort', nowMs);
+    if (this.#running?.abortRequested === true) this.#end(this.#running, 'abort', nowMs);
+    if (this.#running === null) {
+      const next = this.#waiting.pop();
+      if (next !== undefined) {
+        next.status = RequestStatus.RUNNING;
+        next.seqId = SEQ;
+        next.numComputedTokens = 0;
+        next.samplerStarted = false;
+        this.#running = next;
+      }
+    }
+    const kvOps = this.#pendingKvOps;
+    this.#pendingKvOps = [];
+    const req = this.#running;
+    if (req === null) return { ...emptySchedulerPlan(), runner: { kvOps, items: [] } };
+    const from = req.numComputedTokens;
+    const n = Math.min(req.numTokens - from, this.#opts.maxBatchTokens);
+    const item: StepItem = {
+      requestId: req.id,
+      seqId: SEQ,
+      tokens: req.tokensIn(from, from + n),
+      startPos: from,
+      sample: from + n === req.numTokens,
+      resetSampler: !req.samplerStarted,
+      sampling: req.sampling,
+    };
+    return { runner: { kvOps, items: [item] }, scheduled: [{ request: req, numNewTokens: n }], wakeAtMs: null };
+  }
+
+  update(plan: SchedulerPlan, result: StepResult, nowMs: number): void {
+    plan.scheduled.forEach(({ request: req, numNewTokens }, i) => {
+      if (req !== this.#running) return; // already ended (cannot happen in FIFO, kept for symmetry)
+      if (!result.ok) {
+        this.#end(req, 'error', nowMs, `the model runner failed: ${result.message}`);
+        return;
+      }
+      req.numComputedTokens += numNewTokens;
+      req.samplerStarted = true;
+      const token = result.sampled[i];
+      if (token === null || token === undefined) return;
+      const reason = req.appendToken(token, nowMs);
+      if (reason !== null) this.#end(req, reason, nowMs);
+    });
+  }
+
+  snapshot(): SchedulerSnapshot {
+    return {
+      name: this.name,
+      numWaiting: this.#waiting.size,
+      numRunning: this.#running === null ? 0 : 1,
+      numFreeSeqIds: this.#running === null ? 1 : 0,
+      maxSequences: 1,
+      numPreemptions: 0,
+      kv: { mode: 'none', numBlocks: 0, numFreeBlocks: 0, blockSize: 0, usage: 0, fragmentation: 0, prefixCache: null, numCopyOnWrite: 0 },
+    };
+  }
+
+  checkInvariants(): void {
+    if (this.#running !== null && this.#running.status !== RequestStatus.RUNNING) {
+      throw new Error(`bug: FIFO running slot holds request ${this.#running.id} in status ${this.#running.status}`);
+    }
+  }
+
+  #end(req: Request, reason: 'stop' | 'length' | 'abort' | 'error', nowMs: number, message?: string): void {
+    req.finish(reason, nowMs, message);
+    req.seqId = null;
+    this.#running = null;
+    this.#pendingKvOps.push({ kind: 'remove', seqId: SEQ, p0: 0, p1: -1 });
+  }
+}

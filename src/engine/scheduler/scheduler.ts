@@ -1,0 +1,68 @@
+// What every scheduler (fifo, static, continuous) promises the engine.
+//
+// Decide → execute → apply: `schedule(now)` returns a plan (plain data; it may reserve KV
+// bookkeeping but never runs the model), the engine hands `plan.runner` to the runner, and
+// `update(plan, result, now)` applies what came back. Only the scheduler moves requests between
+// its queues and finishes them; it never reads a clock (time comes in as `nowMs`).
+
+import type { Request } from '../request.ts';
+import type { RunnerPlan, StepResult } from '../runner/runner.ts';
+
+export interface ScheduledItem {
+  /** The request this runner item belongs to (same index as in `runner.items`). */
+  readonly request: Request;
+  /** Tokens fed to it this step. */
+  readonly numNewTokens: number;
+}
+
+export interface SchedulerPlan {
+  /** What the runner executes: KV operations, then one batch. Empty items with kvOps is valid. */
+  readonly runner: RunnerPlan;
+  /** One entry per `runner.items` entry. */
+  readonly scheduled: readonly ScheduledItem[];
+  /** Nothing to run now but there is work: re-schedule at this time (static batching's fill timeout). */
+  readonly wakeAtMs: number | null;
+}
+
+export const emptySchedulerPlan = (wakeAtMs: number | null = null): SchedulerPlan => ({
+  runner: { kvOps: [], items: [] },
+  scheduled: [],
+  wakeAtMs,
+});
+
+/** KV facts for /stats and metrics; null fields where a scheduler has no such notion. */
+export interface KvSnapshot {
+  readonly mode: 'paged' | 'contiguous' | 'none';
+  readonly numBlocks: number;
+  readonly numFreeBlocks: number;
+  readonly blockSize: number;
+  /** Fraction of blocks in use, 0..1. */
+  readonly usage: number;
+  /** Free blocks no waiting request can use (contiguous) or partially filled tail waste (paged), 0..1. */
+  readonly fragmentation: number;
+  readonly prefixCache: { readonly enabled: boolean; readonly queryTokens: number; readonly hitTokens: number; readonly numNodes: number } | null;
+  readonly numCopyOnWrite: number;
+}
+
+export interface SchedulerSnapshot {
+  readonly name: string;
+  readonly numWaiting: number;
+  readonly numRunning: number;
+  readonly numFreeSeqIds: number;
+  readonly maxSequences: number;
+  readonly numPreemptions: number;
+  readonly kv: KvSnapshot;
+}
+
+export interface Scheduler {
+  readonly name: 'fifo' | 'static' | 'continuous';
+  /** Take a new request into the wait queue. */
+  add(req: Request): void;
+  schedule(nowMs: number): SchedulerPlan;
+  update(plan: SchedulerPlan, result: StepResult, nowMs: number): void;
+  /** Requests not yet finished (waiting or running). */
+  readonly numUnfinished: number;
+  snapshot(): SchedulerSnapshot;
+  /** Full consistency check for tests (KV, sequence ids, queues); throws on a broken invariant. */
+  checkInvariants(): void;
+}
