@@ -1,0 +1,383 @@
+// The radix prefix cache (SGLang style) over token ids, matching only at block boundaries.
+//
+//   root ─ [sys prompt: 4 blocks, owner 3] ─┬─ [user A: 2 blocks, owner 3]
+//                                            └─ [user B: 1 block,  owner 7]
+//
+// Invariants (checked by `checkInvariants()`):
+// - Block alignment: a node's key is a positive multiple of blockSize tokens and it holds one block
+//   per blockSize tokens; children are keyed by their first block; edges split only at block
+//   boundaries. A partially filled block is never cached.
+// - References: the cache holds exactly one pool reference per stored block; a block is stored in
+//   at most one node.
+// - Owner sequences: a node's `ownerSeqId` holds the KV cells of the node AND its whole root path,
+//   positions [0, node end). That is what makes a hit `seqCopy(owner, newSeq, 0, numTokens)` valid
+//   for the owner of the deepest matched node. It holds because `insert(tokens, blocks, seqId)`
+//   requires `seqId` to hold the cells of every inserted token (it computed them or seqCopied the
+//   matched part), new nodes are created below their parent only by such an insert, and a split
+//   gives both halves the owner of the node it splits. All nodes one sequence owns lie on one root
+//   path (a sequence has one token history), so removing an evicted leaf's range from its owner
+//   never touches another node's cells.
+// - Pins: `lockRef` counts the handles (from match or insert) on the node or below it; a node with
+//   lockRef > 0 is never evicted. evictable/protected block counts are running counters.
+// - Sequence ids: an owner stays acquired in the SeqIdPool while it owns a node; when eviction takes
+//   its last node, the cache emits `remove(owner, 0, -1)` and releases the id to the SeqIdPool
+//   itself (and lists it in `releasedSeqIds`). free + (owners ∪ held by running requests) = total.
+//
+// The caller's protocol (the scheduler):
+// - admission: `m = match(prompt)`; decide with m pinned (evicting to make room cannot take the
+//   matched path); on admit: seqCopy(m.ownerSeqId → seq, 0, m.numTokens) in the plan and
+//   PagedKv.sharePrefix(table, m.blocks, m.numTokens); then `release(m.handle)` either way.
+// - prefill complete (and later, optionally): `r = insert(computedTokens, table.blocks, seq)`; keep
+//   r.handle while the sequence runs (it pins every node the sequence owns), release the previous one.
+// - finish, abort or preempt: release the handle; remove(seq, r.numCachedTokens, -1); free the
+//   table; and only if `!ownsNodes(seq)`: remove(seq, 0, -1) and release the seq id. Otherwise the
+//   cache now holds that id and gives it back on eviction.
+// - every `kvOps` list returned goes into the plan in order, before ops on ids acquired later.
+//
+// Complexity (L = query tokens, d = path depth in nodes, k = nodes evicted, h = heap entries):
+// match O(L + d); insert O(L + d); release O(d); evict O(k log h) amortized — evictable leaves
+// sit in a lazily-cleaned min-heap on (lastAccess, id), rebuilt in O(nodes) when stale entries
+// outnumber live ones; checkInvariants O(nodes · d + blocks).
+
+import type { KvOp, SeqId } from '../runner/runner.ts';
+import type { BlockId, BlockPool } from './block-pool.ts';
+import { numFullBlocks } from './block-table.ts';
+import { LruHeap } from './lru-heap.ts';
+import { checkRadixInvariants } from './radix-invariants.ts';
+import { blockKey, isLeaf, numMatchingBlocks, type RadixNode } from './radix-node.ts';
+import type { SeqIdPool } from './seq-id-pool.ts';
+
+/** A pin on a path of the cache; release exactly once. */
+export type CacheHandle = number & { readonly __brand: 'CacheHandle' };
+
+export interface RadixCacheOptions {
+  /** The pool the cached blocks come from; its blockSize is the matching granularity. */
+  readonly pool: BlockPool;
+  /** Where owner sequence ids return when their last node is evicted. */
+  readonly seqIdPool: SeqIdPool;
+}
+
+/** The longest cached block-aligned prefix of a query. */
+export interface PrefixMatch {
+  /** Tokens matched, a multiple of blockSize (0 on a miss). */
+  readonly numTokens: number;
+  /** The blocks holding them, in order (numTokens / blockSize of them). */
+  readonly blocks: readonly BlockId[];
+  /** The sequence to seqCopy [0, numTokens) from; null on a miss. */
+  readonly ownerSeqId: SeqId | null;
+  /** Pins the matched path until `release(handle)`. */
+  readonly handle: CacheHandle;
+}
+
+export interface InsertResult {
+  /** Tokens of this sequence now in the cache (its whole-block prefix). */
+  readonly numCachedTokens: number;
+  /** Tokens of them stored by new nodes, adopting the caller's blocks. */
+  readonly numNewTokens: number;
+  /** True when `seqId` owns a node: the caller must not release the id when the sequence ends. */
+  readonly ownsNodes: boolean;
+  /** Pins the inserted path (every node `seqId` owns) until `release(handle)`. */
+  readonly handle: CacheHandle;
+}
+
+export interface EvictResult {
+  /** Blocks that went back to the pool (a block shared with a running table does not). */
+  readonly numBlocksFreed: number;
+  readonly numNodesEvicted: number;
+  /** Per evicted node remove(owner, start, end); remove(owner, 0, -1) when an owner lost its last node. In order. */
+  readonly kvOps: readonly KvOp[];
+  /** Owners that own nothing any more; already released to the SeqIdPool. */
+  readonly releasedSeqIds: readonly SeqId[];
+}
+
+export class RadixCache {
+  readonly blockSize: number;
+  #pool: BlockPool;
+  #seqIdPool: SeqIdPool;
+  #root: RadixNode;
+  #nextNodeId = 1;
+  #clock = 0;
+  #heap = new LruHeap<RadixNode>();
+  #handles = new Map<CacheHandle, RadixNode>();
+  #nextHandle = 1;
+  /** owner → number of nodes it owns. */
+  #ownedNodes = new Map<SeqId, number>();
+  /** 1 where a block is stored in some node (the cheap check behind "at most one node"). */
+  #cached: Uint8Array;
+  #numNodes = 0;
+  #numEvictableBlocks = 0;
+  #numProtectedBlocks = 0;
+  #numQueryTokens = 0;
+  #numHitTokens = 0;
+  #numEdgeSplits = 0;
+  #numEvictedNodes = 0;
+  #numEvictedBlocks = 0;
+
+  constructor(options: RadixCacheOptions) {
+    if (typeof options.pool?.decRef !== 'function') throw new TypeError(`RadixCache: expected options.pool to be a BlockPool, got ${typeof options.pool}`);
+    if (typeof options.seqIdPool?.release !== 'function') {
+      throw new TypeError(`RadixCache: expected options.seqIdPool to be a SeqIdPool, got ${typeof options.seqIdPool}`);
+    }
+    this.#pool = options.pool;
+    this.#seqIdPool = options.seqIdPool;
+    this.blockSize = options.pool.blockSize;
+    this.#cached = new Uint8Array(options.pool.numBlocks);
+    this.#root = { id: 0, parent: null, children: new Map(), key: [], blocks: [], startToken: 0, ownerSeqId: null, lockRef: 0, lastAccess: 0, alive: true };
+  }
+
+  // ---- public API ----
+
+  /**
+   * Longest cached prefix of `tokens` at a block boundary, pinned until `release(handle)`.
+   * A caller that needs logits for the last prompt token passes the prompt without it.
+   * `recordStats: false` keeps a retried admission from counting its query twice.
+   */
+  match(tokens: readonly number[], options: { readonly recordStats?: boolean } = {}): PrefixMatch {
+    const bs = this.blockSize;
+    const maxBlocks = numFullBlocks(tokens.length, bs);
+    const blocks: BlockId[] = [];
+    let node = this.#root;
+    let deepest = this.#root;
+    let pos = 0;
+    while (pos < maxBlocks * bs) {
+      const child = node.children.get(blockKey(tokens, pos, bs));
+      if (child === undefined) break;
+      const m = numMatchingBlocks(child, tokens, pos, bs, maxBlocks - pos / bs);
+      for (let i = 0; i < m; i++) blocks.push(child.blocks[i]!);
+      pos += m * bs;
+      deepest = child;
+      if (m < child.blocks.length) break;
+      node = child;
+    }
+    this.#touch(deepest);
+    if (options.recordStats !== false) {
+      this.#numQueryTokens += tokens.length;
+      this.#numHitTokens += pos;
+    }
+    return { numTokens: pos, blocks, ownerSeqId: deepest.ownerSeqId, handle: this.#pin(deepest) };
+  }
+
+  /** Unpins what `match` or `insert` pinned. */
+  release(handle: CacheHandle): void {
+    const node = this.#handles.get(handle);
+    if (node === undefined) throw new Error(`RadixCache.release(${handle}): unknown or already released handle (a bug)`);
+    this.#handles.delete(handle);
+    this.#decLockRef(node);
+  }
+
+  /**
+   * Caches the whole-block prefix of `tokens`, whose KV `seqId` holds and whose blocks are
+   * `blocks` (the sequence's table). Existing nodes stay as they are (the caller's duplicate blocks
+   * are not adopted); new nodes take a reference on the caller's blocks and are owned by `seqId`.
+   */
+  insert(tokens: readonly number[], blocks: readonly BlockId[], seqId: SeqId): InsertResult {
+    const bs = this.blockSize;
+    const numBlocks = numFullBlocks(tokens.length, bs);
+    if (blocks.length < numBlocks) throw new Error(`RadixCache.insert: ${tokens.length} tokens but only ${blocks.length} blocks (a bug)`);
+    if (!this.#seqIdPool.isAcquired(seqId)) throw new Error(`RadixCache.insert by sequence ${seqId}, which is not acquired (a bug)`);
+    let node = this.#root;
+    let pos = 0;
+    let numNewTokens = 0;
+    while (pos < numBlocks * bs) {
+      const child = node.children.get(blockKey(tokens, pos, bs));
+      if (child === undefined) {
+        const first = pos / bs;
+        node = this.#addChild(node, tokens.slice(pos, numBlocks * bs), blocks.slice(first, numBlocks), pos, seqId);
+        numNewTokens = numBlocks * bs - pos;
+        pos = numBlocks * bs;
+        break;
+      }
+      const m = numMatchingBlocks(child, tokens, pos, bs, numBlocks - pos / bs);
+      node = m < child.blocks.length ? this.#split(child, m) : child;
+      pos += m * bs;
+    }
+    this.#touch(node);
+    return { numCachedTokens: pos, numNewTokens, ownsNodes: this.ownsNodes(seqId), handle: this.#pin(node) };
+  }
+
+  /**
+   * Evicts unpinned leaves, least recently used first, until `numBlocks` blocks went back to the
+   * pool or nothing is evictable. A parent whose last child goes becomes a candidate itself.
+   */
+  evict(numBlocks: number): EvictResult {
+    const kvOps: KvOp[] = [];
+    const releasedSeqIds: SeqId[] = [];
+    let numBlocksFreed = 0;
+    let numNodesEvicted = 0;
+    if (this.#heap.size > 2 * this.#numNodes + 64) this.#rebuildHeap();
+    while (numBlocksFreed < numBlocks) {
+      const entry = this.#heap.pop();
+      if (entry === undefined) break;
+      const node = entry.item;
+      if (!this.#isEvictable(node) || entry.stamp !== node.lastAccess) continue;
+      for (const id of node.blocks) {
+        this.#cached[id] = 0;
+        if (this.#pool.decRef(id)) numBlocksFreed++;
+      }
+      const owner = node.ownerSeqId!;
+      kvOps.push({ kind: 'remove', seqId: owner, p0: node.startToken, p1: node.startToken + node.key.length });
+      const parent = node.parent!;
+      parent.children.delete(blockKey(node.key, 0, this.blockSize));
+      node.alive = false;
+      node.parent = null;
+      this.#numNodes--;
+      this.#numEvictableBlocks -= node.blocks.length;
+      numNodesEvicted++;
+      const left = this.#ownedNodes.get(owner)! - 1;
+      if (left > 0) {
+        this.#ownedNodes.set(owner, left);
+      } else {
+        this.#ownedNodes.delete(owner);
+        kvOps.push({ kind: 'remove', seqId: owner, p0: 0, p1: -1 });
+        this.#seqIdPool.release(owner);
+        releasedSeqIds.push(owner);
+      }
+      this.#queueIfEvictable(parent);
+    }
+    this.#numEvictedNodes += numNodesEvicted;
+    this.#numEvictedBlocks += numBlocksFreed;
+    return { numBlocksFreed, numNodesEvicted, kvOps, releasedSeqIds };
+  }
+
+  ownsNodes(seqId: SeqId): boolean {
+    return this.#ownedNodes.has(seqId);
+  }
+
+  /** Sequence ids the cache holds as owners. */
+  ownerSeqIds(): SeqId[] {
+    return [...this.#ownedNodes.keys()];
+  }
+
+  /** Adds the cache's block references (one per stored block) to `into`, for BlockPool.checkInvariants. */
+  countBlockRefs(into: Map<BlockId, number>): void {
+    const stack = [this.#root];
+    for (let n = stack.pop(); n !== undefined; n = stack.pop()) {
+      for (const id of n.blocks) into.set(id, (into.get(id) ?? 0) + 1);
+      for (const c of n.children.values()) stack.push(c);
+    }
+  }
+
+  get numNodes(): number { return this.#numNodes; }
+  /** Blocks in unpinned nodes (some may still be shared with running tables). */
+  get numEvictableBlocks(): number { return this.#numEvictableBlocks; }
+  /** Blocks in pinned nodes. */
+  get numProtectedBlocks(): number { return this.#numProtectedBlocks; }
+  /** Outstanding handles (pins not yet released). */
+  get numHandles(): number { return this.#handles.size; }
+  get numQueryTokens(): number { return this.#numQueryTokens; }
+  get numHitTokens(): number { return this.#numHitTokens; }
+  /** Token-level hit rate: hit tokens / query tokens (0 before any query). */
+  get hitRate(): number { return this.#numQueryTokens === 0 ? 0 : this.#numHitTokens / this.#numQueryTokens; }
+  get numEdgeSplits(): number { return this.#numEdgeSplits; }
+  get numEvictedNodes(): number { return this.#numEvictedNodes; }
+  /** Blocks eviction returned to the pool. */
+  get numEvictedBlocks(): number { return this.#numEvictedBlocks; }
+
+  /**
+   * Full check (see the header). `externallyHeldSeqIds`: the ids running requests hold
+   * (an id may be both running and an owner).
+   */
+  checkInvariants(externallyHeldSeqIds: Iterable<SeqId>): void {
+    checkRadixInvariants({
+      root: this.#root,
+      blockSize: this.blockSize,
+      pool: this.#pool,
+      seqIdPool: this.#seqIdPool,
+      handles: this.#handles,
+      ownedNodes: this.#ownedNodes,
+      cached: this.#cached,
+      heapEntries: this.#heap.entries(),
+      clock: this.#clock,
+      numNodes: this.#numNodes,
+      numEvictableBlocks: this.#numEvictableBlocks,
+      numProtectedBlocks: this.#numProtectedBlocks,
+      externallyHeldSeqIds: new Set(externallyHeldSeqIds),
+    });
+  }
+
+  // ---- helpers ----
+
+  #addChild(parent: RadixNode, key: number[], blocks: BlockId[], startToken: number, owner: SeqId): RadixNode {
+    for (const id of blocks) {
+      if (this.#cached[id] === 1) throw new Error(`RadixCache.insert: block ${id} is already cached in another node (a bug)`);
+      this.#pool.incRef(id);
+      this.#cached[id] = 1;
+    }
+    const node: RadixNode = {
+      id: this.#nextNodeId++, parent, children: new Map(), key, blocks, startToken, ownerSeqId: owner, lockRef: 0, lastAccess: this.#clock, alive: true,
+    };
+    parent.children.set(blockKey(key, 0, this.blockSize), node);
+    this.#ownedNodes.set(owner, (this.#ownedNodes.get(owner) ?? 0) + 1);
+    this.#numNodes++;
+    this.#numEvictableBlocks += blocks.length;
+    return node;
+  }
+
+  /** Splits `node` after its first `numBlocks` blocks; returns the new head. `node` stays the tail, so its handles stay valid. */
+  #split(node: RadixNode, numBlocks: number): RadixNode {
+    const cut = numBlocks * this.blockSize;
+    const parent = node.parent!;
+    const head: RadixNode = {
+      id: this.#nextNodeId++, parent, children: new Map(), key: node.key.slice(0, cut), blocks: node.blocks.slice(0, numBlocks),
+      startToken: node.startToken, ownerSeqId: node.ownerSeqId, lockRef: node.lockRef, lastAccess: node.lastAccess, alive: true,
+    };
+    parent.children.set(blockKey(head.key, 0, this.blockSize), head);
+    node.key = node.key.slice(cut);
+    node.blocks = node.blocks.slice(numBlocks);
+    node.startToken += cut;
+    node.parent = head;
+    head.children.set(blockKey(node.key, 0, this.blockSize), node);
+    const owner = node.ownerSeqId!;
+    this.#ownedNodes.set(owner, this.#ownedNodes.get(owner)! + 1);
+    this.#numNodes++;
+    this.#numEdgeSplits++;
+    return head;
+  }
+
+  #touch(node: RadixNode): void {
+    this.#clock++;
+    for (let n: RadixNode | null = node; n !== null; n = n.parent) n.lastAccess = this.#clock;
+  }
+
+  #pin(node: RadixNode): CacheHandle {
+    for (let n: RadixNode = node; n !== this.#root; n = n.parent!) {
+      if (n.lockRef === 0) {
+        this.#numEvictableBlocks -= n.blocks.length;
+        this.#numProtectedBlocks += n.blocks.length;
+      }
+      n.lockRef++;
+    }
+    const handle = this.#nextHandle++ as CacheHandle;
+    this.#handles.set(handle, node);
+    return handle;
+  }
+
+  #decLockRef(node: RadixNode): void {
+    for (let n: RadixNode = node; n !== this.#root; n = n.parent!) {
+      if (n.lockRef <= 0) throw new Error(`RadixCache: lockRef of node ${n.id} would go negative (a bug)`);
+      n.lockRef--;
+      if (n.lockRef === 0) {
+        this.#numEvictableBlocks += n.blocks.length;
+        this.#numProtectedBlocks -= n.blocks.length;
+        this.#queueIfEvictable(n);
+      }
+    }
+  }
+
+  #isEvictable(node: RadixNode): boolean {
+    return node.alive && node !== this.#root && node.lockRef === 0 && isLeaf(node);
+  }
+
+  #queueIfEvictable(node: RadixNode): void {
+    if (this.#isEvictable(node)) this.#heap.push({ stamp: node.lastAccess, id: node.id, item: node });
+  }
+
+  #rebuildHeap(): void {
+    this.#heap.clear();
+    const stack = [this.#root];
+    for (let n = stack.pop(); n !== undefined; n = stack.pop()) {
+      this.#queueIfEvictable(n);
+      for (const c of n.children.values()) stack.push(c);
+    }
+  }
+}
