@@ -1,0 +1,337 @@
+#include "context.h"
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "decode_worker.h"
+#include "ggml-backend.h"
+
+namespace {
+
+bool gVerbose = false;
+bool gBackendsLoaded = false;
+ggml_log_level gLastLevel = GGML_LOG_LEVEL_INFO;
+
+// llama.cpp logs a lot at load time; keep warnings and errors unless HEADROOM_LLAMA_LOG asks for all.
+void logCallback(ggml_log_level level, const char* text, void*) {
+  if (level != GGML_LOG_LEVEL_CONT) gLastLevel = level;
+  if (gVerbose || gLastLevel >= GGML_LOG_LEVEL_WARN) fputs(text, stderr);
+}
+
+int32_t intOpt(const Napi::Object& o, const char* key, int32_t dflt) {
+  Napi::Value v = o.Get(key);
+  if (v.IsUndefined() || v.IsNull()) return dflt;
+  if (!v.IsNumber()) throw Napi::TypeError::New(o.Env(), std::string("option ") + key + ": expected a number");
+  return v.As<Napi::Number>().Int32Value();
+}
+
+std::string strOpt(const Napi::Object& o, const char* key) {
+  Napi::Value v = o.Get(key);
+  if (!v.IsString()) throw Napi::TypeError::New(o.Env(), std::string("option ") + key + ": expected a string");
+  return v.As<Napi::String>().Utf8Value();
+}
+
+}  // namespace
+
+Napi::Function HeadroomLlama::Init(Napi::Env env) {
+  return DefineClass(env, "HeadroomLlama",
+                     {
+                         InstanceMethod<&HeadroomLlama::Decode>("decode"),
+                         InstanceMethod<&HeadroomLlama::SetSampler>("setSampler"),
+                         InstanceMethod<&HeadroomLlama::SeqCopy>("seqCopy"),
+                         InstanceMethod<&HeadroomLlama::SeqRemove>("seqRemove"),
+                         InstanceMethod<&HeadroomLlama::SeqPosMax>("seqPosMax"),
+                         InstanceMethod<&HeadroomLlama::MemoryClear>("memoryClear"),
+                         InstanceMethod<&HeadroomLlama::Tokenize>("tokenize"),
+                         InstanceMethod<&HeadroomLlama::TokenPiece>("tokenPiece"),
+                         InstanceMethod<&HeadroomLlama::IsEog>("isEog"),
+                         InstanceMethod<&HeadroomLlama::ChatTemplate>("chatTemplate"),
+                         InstanceMethod<&HeadroomLlama::ApplyChatTemplate>("applyChatTemplate"),
+                         InstanceMethod<&HeadroomLlama::Info>("info"),
+                         InstanceMethod<&HeadroomLlama::Close>("close"),
+                     });
+}
+
+HeadroomLlama::HeadroomLlama(const Napi::CallbackInfo& info) : Napi::ObjectWrap<HeadroomLlama>(info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsObject()) throw Napi::TypeError::New(env, "expected an options object");
+  const Napi::Object o = info[0].As<Napi::Object>();
+  const std::string modelPath = strOpt(o, "modelPath");
+  const std::string binsDir = strOpt(o, "binsDir");
+  gVerbose = o.Get("verbose").ToBoolean().Value();
+  threads_ = intOpt(o, "threads", 0);
+  threadsBatch_ = intOpt(o, "threadsBatch", threads_);
+  if (threads_ < 1 || threadsBatch_ < 1) throw Napi::RangeError::New(env, "threads: expected an explicit count >= 1");
+
+  llama_log_set(logCallback, nullptr);
+  if (!gBackendsLoaded) {
+    // Without this, model loading fails with "no backends are loaded": the CPU backend is one of
+    // the libggml-cpu-<level>.so variants in the bins folder, chosen at run time.
+    ggml_backend_load_all_from_path(binsDir.c_str());
+    gBackendsLoaded = true;
+  }
+
+  llama_model_params mp = llama_model_default_params();
+  mp.n_gpu_layers = 0;
+  model_ = llama_model_load_from_file(modelPath.c_str(), mp);
+  if (model_ == nullptr) throw Napi::Error::New(env, "llama.cpp could not load the model at " + modelPath);
+  vocab_ = llama_model_get_vocab(model_);
+
+  llama_context_params cp = llama_context_default_params();
+  // nCtx 0: the model's trained context, capped at nCtxMax (a 32k-context GGUF need not reserve 32k cells).
+  int32_t nCtx = intOpt(o, "nCtx", 0);
+  if (nCtx <= 0) {
+    const int32_t cap = intOpt(o, "nCtxMax", 8192);
+    nCtx = llama_model_n_ctx_train(model_);
+    if (nCtx <= 0 || nCtx > cap) nCtx = cap;
+  }
+  cp.n_ctx = static_cast<uint32_t>(nCtx);
+  cp.n_seq_max = static_cast<uint32_t>(intOpt(o, "nSeqMax", 16));
+  cp.n_batch = static_cast<uint32_t>(intOpt(o, "nBatch", 512));
+  cp.n_ubatch = static_cast<uint32_t>(intOpt(o, "nUbatch", static_cast<int32_t>(cp.n_batch)));
+  cp.n_threads = threads_;
+  cp.n_threads_batch = threadsBatch_;
+  cp.kv_unified = true;  // one pool of n_ctx cells shared by all sequences: seq_cp only tags cells
+  cp.no_perf = true;
+  ctx_ = llama_init_from_model(model_, cp);
+  if (ctx_ == nullptr) {
+    freeAll();
+    throw Napi::Error::New(env, "llama.cpp could not create a context (n_ctx, n_seq_max or n_batch out of range?)");
+  }
+  nBatch_ = llama_n_batch(ctx_);
+  nSeqMax_ = llama_n_seq_max(ctx_);
+  batch_ = llama_batch_init(static_cast<int32_t>(nBatch_), 0, 1);
+  batchAllocated_ = true;
+  samplers_.assign(nSeqMax_, nullptr);
+}
+
+HeadroomLlama::~HeadroomLlama() { freeAll(); }
+
+void HeadroomLlama::freeAll() {
+  for (auto*& s : samplers_) {
+    if (s != nullptr) llama_sampler_free(s);
+    s = nullptr;
+  }
+  if (batchAllocated_) llama_batch_free(batch_);
+  batchAllocated_ = false;
+  if (ctx_ != nullptr) llama_free(ctx_);
+  ctx_ = nullptr;
+  if (model_ != nullptr) llama_model_free(model_);
+  model_ = nullptr;
+  vocab_ = nullptr;
+}
+
+void HeadroomLlama::checkUsable(Napi::Env env, const char* what) const {
+  if (ctx_ == nullptr) throw Napi::Error::New(env, std::string(what) + ": the context is closed");
+  if (busy_) throw Napi::Error::New(env, std::string(what) + ": a decode is in flight (bug: steps must not overlap)");
+}
+
+void HeadroomLlama::checkSeq(Napi::Env env, int32_t seq) const {
+  if (seq < 0 || static_cast<uint32_t>(seq) >= nSeqMax_)
+    throw Napi::RangeError::New(env, "seq id " + std::to_string(seq) + " out of range [0, " + std::to_string(nSeqMax_) + ")");
+}
+
+llama_sampler* HeadroomLlama::samplerFor(int32_t seq) {
+  llama_sampler*& s = samplers_[static_cast<size_t>(seq)];
+  if (s == nullptr) {
+    s = llama_sampler_chain_init(llama_sampler_chain_default_params());
+    llama_sampler_chain_add(s, llama_sampler_init_greedy());
+  }
+  return s;
+}
+
+// decode(tokens: Int32Array, pos: Int32Array, seq: Int32Array, sample: Uint8Array) -> Promise<DecodeResult>
+Napi::Value HeadroomLlama::Decode(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  checkUsable(env, "decode");
+  if (info.Length() < 4 || !info[0].IsTypedArray() || !info[1].IsTypedArray() || !info[2].IsTypedArray() ||
+      !info[3].IsTypedArray())
+    throw Napi::TypeError::New(env, "decode: expected (Int32Array tokens, Int32Array pos, Int32Array seq, Uint8Array sample)");
+  const Napi::Int32Array tok = info[0].As<Napi::Int32Array>();
+  const Napi::Int32Array pos = info[1].As<Napi::Int32Array>();
+  const Napi::Int32Array seq = info[2].As<Napi::Int32Array>();
+  const Napi::Uint8Array smp = info[3].As<Napi::Uint8Array>();
+  const size_t n = tok.ElementLength();
+  if (pos.ElementLength() != n || seq.ElementLength() != n || smp.ElementLength() != n)
+    throw Napi::RangeError::New(env, "decode: the four row arrays must have the same length");
+  if (n == 0 || n > nBatch_)
+    throw Napi::RangeError::New(env, "decode: expected 1.." + std::to_string(nBatch_) + " rows, got " + std::to_string(n));
+  const int32_t nVocab = llama_vocab_n_tokens(vocab_);
+  for (size_t i = 0; i < n; i++) {
+    checkSeq(env, seq[i]);
+    if (tok[i] < 0 || tok[i] >= nVocab) throw Napi::RangeError::New(env, "decode: token id " + std::to_string(tok[i]) + " out of range");
+  }
+  auto* w = new DecodeWorker(env, this, Napi::Persistent(Value()), std::vector<int32_t>(tok.Data(), tok.Data() + n),
+                             std::vector<int32_t>(pos.Data(), pos.Data() + n), std::vector<int32_t>(seq.Data(), seq.Data() + n),
+                             std::vector<uint8_t>(smp.Data(), smp.Data() + n));
+  Napi::Promise p = w->Promise();
+  busy_ = true;
+  w->Queue();
+  return p;
+}
+
+// setSampler(seq, temperature, topP, seed): a fresh sampler chain for this sequence.
+Napi::Value HeadroomLlama::SetSampler(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  checkUsable(env, "setSampler");
+  const int32_t seq = info[0].As<Napi::Number>().Int32Value();
+  checkSeq(env, seq);
+  const double temperature = info[1].As<Napi::Number>().DoubleValue();
+  const double topP = info[2].As<Napi::Number>().DoubleValue();
+  const uint32_t seed = info[3].As<Napi::Number>().Uint32Value();
+  llama_sampler*& s = samplers_[static_cast<size_t>(seq)];
+  if (s != nullptr) llama_sampler_free(s);
+  s = llama_sampler_chain_init(llama_sampler_chain_default_params());
+  if (temperature <= 0) {
+    llama_sampler_chain_add(s, llama_sampler_init_greedy());
+  } else {
+    if (topP < 1.0) llama_sampler_chain_add(s, llama_sampler_init_top_p(static_cast<float>(topP), 1));
+    llama_sampler_chain_add(s, llama_sampler_init_temp(static_cast<float>(temperature)));
+    llama_sampler_chain_add(s, llama_sampler_init_dist(seed));
+  }
+  return env.Undefined();
+}
+
+Napi::Value HeadroomLlama::SeqCopy(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  checkUsable(env, "seqCopy");
+  const int32_t src = info[0].As<Napi::Number>().Int32Value();
+  const int32_t dst = info[1].As<Napi::Number>().Int32Value();
+  checkSeq(env, src);
+  checkSeq(env, dst);
+  llama_memory_seq_cp(llama_get_memory(ctx_), src, dst, info[2].As<Napi::Number>().Int32Value(),
+                      info[3].As<Napi::Number>().Int32Value());
+  return env.Undefined();
+}
+
+Napi::Value HeadroomLlama::SeqRemove(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  checkUsable(env, "seqRemove");
+  const int32_t seq = info[0].As<Napi::Number>().Int32Value();
+  checkSeq(env, seq);
+  const bool ok = llama_memory_seq_rm(llama_get_memory(ctx_), seq, info[1].As<Napi::Number>().Int32Value(),
+                                      info[2].As<Napi::Number>().Int32Value());
+  return Napi::Boolean::New(env, ok);
+}
+
+Napi::Value HeadroomLlama::SeqPosMax(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  checkUsable(env, "seqPosMax");
+  const int32_t seq = info[0].As<Napi::Number>().Int32Value();
+  checkSeq(env, seq);
+  return Napi::Number::New(env, llama_memory_seq_pos_max(llama_get_memory(ctx_), seq));
+}
+
+Napi::Value HeadroomLlama::MemoryClear(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  checkUsable(env, "memoryClear");
+  llama_memory_clear(llama_get_memory(ctx_), true);
+  return env.Undefined();
+}
+
+// tokenize(text, addSpecial, parseSpecial) -> Int32Array. Vocab calls are thread-safe, so this
+// may run while a decode is in flight.
+Napi::Value HeadroomLlama::Tokenize(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (vocab_ == nullptr) throw Napi::Error::New(env, "tokenize: the context is closed");
+  const std::string text = info[0].As<Napi::String>().Utf8Value();
+  const bool addSpecial = info[1].ToBoolean().Value();
+  const bool parseSpecial = info[2].ToBoolean().Value();
+  std::vector<llama_token> out(text.size() + 8);
+  int32_t n = llama_tokenize(vocab_, text.data(), static_cast<int32_t>(text.size()), out.data(),
+                             static_cast<int32_t>(out.size()), addSpecial, parseSpecial);
+  if (n < 0) {
+    out.resize(static_cast<size_t>(-n));
+    n = llama_tokenize(vocab_, text.data(), static_cast<int32_t>(text.size()), out.data(),
+                       static_cast<int32_t>(out.size()), addSpecial, parseSpecial);
+  }
+  if (n < 0) throw Napi::Error::New(env, "tokenize: llama_tokenize failed");
+  Napi::Int32Array arr = Napi::Int32Array::New(env, static_cast<size_t>(n));
+  std::memcpy(arr.Data(), out.data(), static_cast<size_t>(n) * sizeof(int32_t));
+  return arr;
+}
+
+// tokenPiece(token) -> Buffer of the raw bytes the token stands for (a byte token gives one byte,
+// possibly half a UTF-8 character: the JS detokenizer reassembles them). Special tokens render empty.
+Napi::Value HeadroomLlama::TokenPiece(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (vocab_ == nullptr) throw Napi::Error::New(env, "tokenPiece: the context is closed");
+  const int32_t tok = info[0].As<Napi::Number>().Int32Value();
+  char buf[256];
+  int32_t n = llama_token_to_piece(vocab_, tok, buf, sizeof(buf), 0, false);
+  if (n >= 0) return Napi::Buffer<char>::Copy(env, buf, static_cast<size_t>(n));
+  std::vector<char> big(static_cast<size_t>(-n));
+  n = llama_token_to_piece(vocab_, tok, big.data(), static_cast<int32_t>(big.size()), 0, false);
+  return Napi::Buffer<char>::Copy(env, big.data(), static_cast<size_t>(n < 0 ? 0 : n));
+}
+
+Napi::Value HeadroomLlama::IsEog(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (vocab_ == nullptr) throw Napi::Error::New(env, "isEog: the context is closed");
+  return Napi::Boolean::New(env, llama_vocab_is_eog(vocab_, info[0].As<Napi::Number>().Int32Value()));
+}
+
+// chatTemplate() -> string | null: the template stored in the GGUF, if any.
+Napi::Value HeadroomLlama::ChatTemplate(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (model_ == nullptr) throw Napi::Error::New(env, "chatTemplate: the context is closed");
+  const char* t = llama_model_chat_template(model_, nullptr);
+  return t == nullptr ? env.Null() : Napi::String::New(env, t);
+}
+
+// applyChatTemplate(messages: {role, content}[], template: string) -> string | null (null when
+// llama.cpp does not recognise the template).
+Napi::Value HeadroomLlama::ApplyChatTemplate(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const Napi::Array msgs = info[0].As<Napi::Array>();
+  const std::string tmpl = info[1].As<Napi::String>().Utf8Value();
+  std::vector<std::string> roles, contents;
+  size_t total = 0;
+  for (uint32_t i = 0; i < msgs.Length(); i++) {
+    const Napi::Object m = msgs.Get(i).As<Napi::Object>();
+    roles.push_back(m.Get("role").As<Napi::String>().Utf8Value());
+    contents.push_back(m.Get("content").As<Napi::String>().Utf8Value());
+    total += roles.back().size() + contents.back().size();
+  }
+  std::vector<llama_chat_message> chat;
+  for (size_t i = 0; i < roles.size(); i++) chat.push_back({roles[i].c_str(), contents[i].c_str()});
+  std::vector<char> buf(total * 2 + 256);
+  int32_t n = llama_chat_apply_template(tmpl.c_str(), chat.data(), chat.size(), true, buf.data(), static_cast<int32_t>(buf.size()));
+  if (n > static_cast<int32_t>(buf.size())) {
+    buf.resize(static_cast<size_t>(n));
+    n = llama_chat_apply_template(tmpl.c_str(), chat.data(), chat.size(), true, buf.data(), static_cast<int32_t>(buf.size()));
+  }
+  if (n < 0) return env.Null();
+  return Napi::String::New(env, buf.data(), static_cast<size_t>(n));
+}
+
+Napi::Value HeadroomLlama::Info(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (ctx_ == nullptr) throw Napi::Error::New(env, "info: the context is closed");
+  Napi::Object o = Napi::Object::New(env);
+  char desc[256];
+  llama_model_desc(model_, desc, sizeof(desc));
+  o.Set("description", Napi::String::New(env, desc));
+  o.Set("numParams", Napi::Number::New(env, static_cast<double>(llama_model_n_params(model_))));
+  o.Set("modelBytes", Napi::Number::New(env, static_cast<double>(llama_model_size(model_))));
+  o.Set("nCtx", Napi::Number::New(env, llama_n_ctx(ctx_)));
+  o.Set("nCtxTrain", Napi::Number::New(env, llama_model_n_ctx_train(model_)));
+  o.Set("nBatch", Napi::Number::New(env, nBatch_));
+  o.Set("nUbatch", Napi::Number::New(env, llama_n_ubatch(ctx_)));
+  o.Set("nSeqMax", Napi::Number::New(env, nSeqMax_));
+  o.Set("nVocab", Napi::Number::New(env, llama_vocab_n_tokens(vocab_)));
+  o.Set("bos", Napi::Number::New(env, llama_vocab_bos(vocab_)));
+  o.Set("eos", Napi::Number::New(env, llama_vocab_eos(vocab_)));
+  o.Set("addBos", Napi::Boolean::New(env, llama_vocab_get_add_bos(vocab_)));
+  o.Set("threads", Napi::Number::New(env, threads_));
+  o.Set("threadsBatch", Napi::Number::New(env, threadsBatch_));
+  return o;
+}
+
+Napi::Value HeadroomLlama::Close(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (busy_) throw Napi::Error::New(env, "close: a decode is in flight (await it first)");
+  freeAll();
+  return env.Undefined();
+}

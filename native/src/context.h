@@ -1,0 +1,61 @@
+// HeadroomLlama: one llama.cpp model + one context with a unified KV pool, wrapped for JS.
+//
+// Invariants:
+// - At most one decode is in flight (`busy_`); while it runs, every method that touches the
+//   context or the samplers throws (the JS runner serialises steps, so a throw here is a bug).
+// - Sampling is native and per sequence: `samplers_[seq]` is a llama_sampler chain created by
+//   setSampler (greedy when temperature == 0) and reset only by another setSampler.
+// - llama_decode's refusals (1 = no KV slot, 2 = aborted, -1 = invalid batch, < -1 = fatal) come
+//   back as a status code in the resolved value; the promise rejects only on a bug.
+#pragma once
+
+#include <napi.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "llama.h"
+
+class HeadroomLlama : public Napi::ObjectWrap<HeadroomLlama> {
+ public:
+  static Napi::Function Init(Napi::Env env);
+  explicit HeadroomLlama(const Napi::CallbackInfo& info);
+  ~HeadroomLlama() override;
+
+  // Used by DecodeWorker (runs on a libuv worker thread).
+  llama_context* ctx() const { return ctx_; }
+  llama_batch& batch() { return batch_; }
+  llama_sampler* samplerFor(int32_t seq);
+  void setBusy(bool busy) { busy_ = busy; }
+
+ private:
+  Napi::Value Decode(const Napi::CallbackInfo& info);
+  Napi::Value SetSampler(const Napi::CallbackInfo& info);
+  Napi::Value SeqCopy(const Napi::CallbackInfo& info);
+  Napi::Value SeqRemove(const Napi::CallbackInfo& info);
+  Napi::Value SeqPosMax(const Napi::CallbackInfo& info);
+  Napi::Value MemoryClear(const Napi::CallbackInfo& info);
+  Napi::Value Tokenize(const Napi::CallbackInfo& info);
+  Napi::Value TokenPiece(const Napi::CallbackInfo& info);
+  Napi::Value IsEog(const Napi::CallbackInfo& info);
+  Napi::Value ChatTemplate(const Napi::CallbackInfo& info);
+  Napi::Value ApplyChatTemplate(const Napi::CallbackInfo& info);
+  Napi::Value Info(const Napi::CallbackInfo& info);
+  Napi::Value Close(const Napi::CallbackInfo& info);
+
+  void checkUsable(Napi::Env env, const char* what) const;
+  void checkSeq(Napi::Env env, int32_t seq) const;
+  void freeAll();
+
+  llama_model* model_ = nullptr;
+  llama_context* ctx_ = nullptr;
+  const llama_vocab* vocab_ = nullptr;
+  llama_batch batch_{};
+  bool batchAllocated_ = false;
+  std::vector<llama_sampler*> samplers_;
+  uint32_t nBatch_ = 0;
+  uint32_t nSeqMax_ = 0;
+  int32_t threads_ = 0;
+  int32_t threadsBatch_ = 0;
+  bool busy_ = false;
+};

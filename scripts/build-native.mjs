@@ -1,0 +1,79 @@
+#!/usr/bin/env node
+// Builds the llama.cpp addon (native/) during `npm install`, with no network:
+// 1. clones llama.cpp's headers from the git bundle node-llama-cpp ships (llama/gitRelease.bundle)
+//    into native/vendor/llama.cpp, unless that checkout is already at the bundle's commit;
+// 2. runs node-gyp against Node's installed headers (--nodedir=/usr, or the prefix of the running
+//    node), linking the prebuilt libllama/libggml of @node-llama-cpp/linux-x64.
+// Set HEADROOM_SKIP_NATIVE=1 to skip (the mock runner still works; the llama runner then fails
+// with a message saying the addon is not built).
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const require = createRequire(join(root, 'package.json'));
+const nativeDir = join(root, 'native');
+const vendorDir = join(nativeDir, 'vendor', 'llama.cpp');
+
+function log(msg) {
+  process.stderr.write(`[build-native] ${msg}\n`);
+}
+
+function run(cmd, args, opts = {}) {
+  return execFileSync(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8', ...opts });
+}
+
+if (process.env.HEADROOM_SKIP_NATIVE === '1') {
+  log('HEADROOM_SKIP_NATIVE=1: skipping the llama.cpp addon build');
+  process.exit(0);
+}
+if (process.platform !== 'linux' || process.arch !== 'x64') {
+  log(`the llama addon is built for linux-x64 only (this is ${process.platform}-${process.arch}); skipping`);
+  process.exit(0);
+}
+
+// node-llama-cpp's "exports" hide package.json, so find its folder on the resolution paths.
+function packageDir(name) {
+  for (const base of require.resolve.paths(name) ?? []) {
+    if (existsSync(join(base, name, 'package.json'))) return join(base, name);
+  }
+  throw new Error(`package ${name} is not installed (run npm install)`);
+}
+
+const bundle = join(packageDir('node-llama-cpp'), 'llama', 'gitRelease.bundle');
+if (!existsSync(bundle)) throw new Error(`llama.cpp source bundle not found at ${bundle}`);
+const wantCommit = run('git', ['bundle', 'list-heads', bundle]).trim().split(/\s+/)[0];
+
+let haveCommit = '';
+if (existsSync(join(vendorDir, '.git'))) {
+  try {
+    haveCommit = run('git', ['-C', vendorDir, 'rev-parse', 'HEAD']).trim();
+  } catch {
+    haveCommit = '';
+  }
+}
+if (haveCommit !== wantCommit || !existsSync(join(vendorDir, 'include', 'llama.h'))) {
+  log(`cloning llama.cpp ${wantCommit?.slice(0, 12)} from ${bundle}`);
+  rmSync(vendorDir, { recursive: true, force: true });
+  mkdirSync(dirname(vendorDir), { recursive: true });
+  run('git', ['-c', 'advice.detachedHead=false', 'clone', '--quiet', '--no-checkout', bundle, vendorDir]);
+  // Only the headers are needed: check out include/ and ggml/include/ (seconds, a few MB).
+  run('git', ['-C', vendorDir, '-c', 'advice.detachedHead=false', 'checkout', '--quiet', wantCommit, '--', 'include', 'ggml/include']);
+  run('git', ['-C', vendorDir, 'update-ref', '--no-deref', 'HEAD', wantCommit]);
+}
+
+// Node's headers: prefer the running node's install prefix (/usr here), which has include/node.
+const nodeDir = resolve(dirname(process.execPath), '..');
+const nodedirArgs = existsSync(join(nodeDir, 'include', 'node', 'node_api.h')) ? [`--nodedir=${nodeDir}`] : [];
+const gyp = require.resolve('node-gyp/bin/node-gyp.js');
+log(`node-gyp rebuild ${nodedirArgs.join(' ')} -j2`);
+const binsDir = join(packageDir('@node-llama-cpp/linux-x64'), 'bins', 'linux-x64');
+if (!existsSync(join(binsDir, 'libllama.v0.4.0.so'))) throw new Error(`libllama not found in ${binsDir}`);
+execFileSync(process.execPath, [gyp, 'rebuild', ...nodedirArgs, '-j2'], {
+  cwd: nativeDir,
+  stdio: 'inherit',
+  env: { ...process.env, HEADROOM_LLAMA_BINS: binsDir },
+});
+log('built native/build/Release/headroom_llama.node');

@@ -1,0 +1,136 @@
+// Loads the native llama.cpp addon (native/build/Release/headroom_llama.node) and types its API.
+// A missing or unloadable addon is an AddonNotBuiltError that says how to build it: asking for
+// the llama runner without the addon is an error, never a silent fallback to the mock.
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const require = createRequire(import.meta.url);
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..');
+
+/** Where `npm install` (scripts/build-native.mjs) puts the addon. */
+export const DEFAULT_ADDON_PATH = join(repoRoot, 'native', 'build', 'Release', 'headroom_llama.node');
+
+export interface AddonContextOptions {
+  readonly modelPath: string;
+  /** Folder holding libggml-cpu-*.so, passed to ggml_backend_load_all_from_path. */
+  readonly binsDir: string;
+  /** KV cells in the unified pool; 0 = the model's trained context capped at nCtxMax. */
+  readonly nCtx: number;
+  readonly nCtxMax: number;
+  readonly nSeqMax: number;
+  readonly nBatch: number;
+  readonly nUbatch: number;
+  readonly threads: number;
+  readonly threadsBatch: number;
+  /** Pass every llama.cpp log line through (default: warnings and errors only). */
+  readonly verbose: boolean;
+}
+
+/** What one native decode resolved with. Times are C++-side, in microseconds. */
+export interface AddonDecodeResult {
+  /** llama_decode's return: 0 ok, 1 no KV slot, 2 aborted, -1 invalid batch, < -1 fatal. */
+  readonly status: number;
+  /** One sampled token per row whose sample flag was set, in row order (empty unless status is 0). */
+  readonly sampled: Int32Array;
+  /** Wall time of llama_decode alone. */
+  readonly decodeUs: number;
+  /** Wall time of sampling every flagged row. */
+  readonly sampleUs: number;
+  /** Wall time of the whole worker body (batch fill + decode + sampling). */
+  readonly workerUs: number;
+}
+
+export interface AddonContextInfo {
+  readonly description: string;
+  readonly numParams: number;
+  readonly modelBytes: number;
+  readonly nCtx: number;
+  readonly nCtxTrain: number;
+  readonly nBatch: number;
+  readonly nUbatch: number;
+  readonly nSeqMax: number;
+  readonly nVocab: number;
+  readonly bos: number;
+  readonly eos: number;
+  readonly addBos: boolean;
+  readonly threads: number;
+  readonly threadsBatch: number;
+}
+
+/** The native object: one model + one context (see native/src/context.h for its invariants). */
+export interface AddonContext {
+  /** Rows are column-wise: row i is (tokens[i], pos[i], seq[i], sample[i] != 0). Runs off the JS thread. */
+  decode(tokens: Int32Array, pos: Int32Array, seq: Int32Array, sample: Uint8Array): Promise<AddonDecodeResult>;
+  /** A fresh sampler for `seq`: greedy when temperature <= 0, else top-p → temperature → seeded draw. */
+  setSampler(seq: number, temperature: number, topP: number, seed: number): void;
+  /** llama_memory_seq_cp: tag src's cells in [p0, p1) as also belonging to dst (p1 < 0: to the end). */
+  seqCopy(src: number, dst: number, p0: number, p1: number): void;
+  /** llama_memory_seq_rm; false when a partial removal is impossible. */
+  seqRemove(seq: number, p0: number, p1: number): boolean;
+  /** Largest position held for `seq`, -1 if none. */
+  seqPosMax(seq: number): number;
+  memoryClear(): void;
+  tokenize(text: string, addSpecial: boolean, parseSpecial: boolean): Int32Array;
+  /** The raw bytes a token stands for (a byte-fallback token gives one byte; control tokens give none). */
+  tokenPiece(token: number): Buffer;
+  isEog(token: number): boolean;
+  /** tokenizer.chat_template from the GGUF, or null. */
+  chatTemplate(): string | null;
+  /** llama_chat_apply_template with the assistant turn opened; null when the template is not recognised. */
+  applyChatTemplate(messages: readonly { role: string; content: string }[], template: string): string | null;
+  info(): AddonContextInfo;
+  close(): void;
+}
+
+export interface LlamaAddon {
+  readonly HeadroomLlama: new (options: AddonContextOptions) => AddonContext;
+  readonly abiVersion: number;
+}
+
+export class AddonNotBuiltError extends Error {
+  readonly code = 'llama_addon_not_built';
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'AddonNotBuiltError';
+  }
+}
+
+const HOW_TO_BUILD =
+  'Build it with `npm install` (or `node scripts/build-native.mjs`) on linux-x64, or run with --runner mock.';
+
+const loaded = new Map<string, LlamaAddon>();
+
+/** Loads the addon at `path` (default: native/build/Release/headroom_llama.node). */
+export function loadLlamaAddon(path: string = DEFAULT_ADDON_PATH): LlamaAddon {
+  const cached = loaded.get(path);
+  if (cached !== undefined) return cached;
+  if (!existsSync(path)) {
+    throw new AddonNotBuiltError(`The llama.cpp addon is not built: ${path} does not exist. ${HOW_TO_BUILD}`);
+  }
+  let addon: LlamaAddon;
+  try {
+    addon = require(path) as LlamaAddon;
+  } catch (err) {
+    throw new AddonNotBuiltError(`The llama.cpp addon at ${path} could not be loaded (${String(err)}). ${HOW_TO_BUILD}`, {
+      cause: err,
+    });
+  }
+  if (addon.abiVersion !== 1 || typeof addon.HeadroomLlama !== 'function') {
+    throw new AddonNotBuiltError(`The llama.cpp addon at ${path} is stale (abiVersion ${addon.abiVersion}, expected 1). ${HOW_TO_BUILD}`);
+  }
+  loaded.set(path, addon);
+  return addon;
+}
+
+/** The folder of prebuilt libllama/libggml binaries in @node-llama-cpp/linux-x64. */
+export function llamaBinsDir(): string {
+  const name = '@node-llama-cpp/linux-x64';
+  // The package's "exports" hide package.json, so look for its folder on the resolution paths.
+  for (const base of require.resolve.paths(name) ?? []) {
+    const dir = join(base, name, 'bins', 'linux-x64');
+    if (existsSync(dir)) return dir;
+  }
+  throw new AddonNotBuiltError(`${name} is not installed, so llama.cpp's binaries are missing. ${HOW_TO_BUILD}`);
+}

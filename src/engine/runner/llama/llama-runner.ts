@@ -1,0 +1,223 @@
+// The llama runner: executes scheduler plans on llama.cpp through the native addon.
+//
+// Invariants:
+// - One step at a time: execute() refuses to overlap (the engine awaits each step; overlap is a bug).
+// - KV ops run before the forward pass, in plan order; each plan item's tokens become consecutive
+//   batch rows, and only an item's last row may ask for a sample.
+// - A batch llama.cpp refuses (no KV slot) resolves as { ok: false, reason: 'no_kv_slot' } and
+//   leaves the KV state as it was (llama_decode restores it); it never throws.
+// - Threads are always explicit (default 2): llama.cpp's own default oversubscribes small machines.
+import { basename } from 'node:path';
+import type {
+  ChatMessage,
+  IncrementalDetokenizer,
+  Runner,
+  RunnerInfo,
+  RunnerPlan,
+  StepResult,
+} from '../runner.ts';
+import { loadLlamaAddon, llamaBinsDir } from './addon.ts';
+import type { AddonContext, AddonDecodeResult } from './addon.ts';
+import { ByteDetokenizer } from './detokenizer.ts';
+
+export interface LlamaRunnerOptions {
+  /** Path of a GGUF model. */
+  readonly modelPath: string;
+  /** Name served under /v1/models (default: the file name without .gguf). */
+  readonly modelId?: string;
+  /** KV cells in the unified pool (default: the model's trained context, at most 8192). */
+  readonly contextTokens?: number;
+  /** Sequence ids 0..maxSequences-1 (default 32, at most 256). */
+  readonly maxSequences?: number;
+  /** Largest forward pass in tokens: llama.cpp's n_batch (default 512). */
+  readonly maxBatchTokens?: number;
+  /** Physical micro-batch (n_ubatch, default = maxBatchTokens). */
+  readonly microBatchTokens?: number;
+  /** llama.cpp threads for decode and prefill (default 2). */
+  readonly threads?: number;
+  /** Addon path (default native/build/Release/headroom_llama.node); tests point it elsewhere. */
+  readonly addonPath?: string;
+  /** Pass all llama.cpp logs through (default: warnings and errors only). */
+  readonly verbose?: boolean;
+}
+
+/** Timing of the last step, for calibration (µs on the C++ side, ms on the JS side). */
+export interface StepTiming {
+  readonly rows: number;
+  /** llama_decode alone (C++). */
+  readonly decodeUs: number;
+  /** Native sampling of the flagged rows (C++). */
+  readonly sampleUs: number;
+  /** The worker body: batch fill + decode + sampling (C++). */
+  readonly workerUs: number;
+  /** execute() from call to result, KV ops and row packing included (JS). */
+  readonly executeMs: number;
+}
+
+function positiveInt(name: string, value: number | undefined, dflt: number, max = Number.MAX_SAFE_INTEGER): number {
+  const v = value ?? dflt;
+  if (!Number.isInteger(v) || v < 1 || v > max) throw new Error(`${name}: expected an integer in 1..${max}, got ${v}`);
+  return v;
+}
+
+export class LlamaRunner implements Runner {
+  readonly info: RunnerInfo;
+  readonly #ctx: AddonContext;
+  readonly #pieces = new Map<number, Uint8Array>();
+  readonly #eog = new Map<number, boolean>();
+  readonly #chatTemplate: string;
+  #inflight: Promise<AddonDecodeResult> | null = null;
+  #closed = false;
+  #lastTiming: StepTiming | null = null;
+
+  constructor(opts: LlamaRunnerOptions) {
+    const threads = positiveInt('threads', opts.threads, 2, 256);
+    const maxBatchTokens = positiveInt('maxBatchTokens', opts.maxBatchTokens, 512);
+    const microBatchTokens = positiveInt('microBatchTokens', opts.microBatchTokens, maxBatchTokens, maxBatchTokens);
+    const maxSequences = positiveInt('maxSequences', opts.maxSequences, 32, 256);
+    const contextTokens = opts.contextTokens === undefined ? 0 : positiveInt('contextTokens', opts.contextTokens, 0);
+    const addon = loadLlamaAddon(opts.addonPath);
+    this.#ctx = new addon.HeadroomLlama({
+      modelPath: opts.modelPath,
+      binsDir: llamaBinsDir(),
+      nCtx: contextTokens,
+      nCtxMax: 8192,
+      nSeqMax: maxSequences,
+      nBatch: maxBatchTokens,
+      nUbatch: microBatchTokens,
+      threads,
+      threadsBatch: threads,
+      verbose: opts.verbose ?? false,
+    });
+    const ci = this.#ctx.info();
+    const ggufTemplate = this.#ctx.chatTemplate();
+    // Use the GGUF's template when llama.cpp recognises it; ChatML otherwise.
+    const probe = [{ role: 'user', content: 'x' }];
+    this.#chatTemplate = ggufTemplate !== null && this.#ctx.applyChatTemplate(probe, ggufTemplate) !== null ? ggufTemplate : 'chatml';
+    this.info = {
+      name: 'llama',
+      modelId: opts.modelId ?? basename(opts.modelPath).replace(/\.gguf$/i, ''),
+      contextTokens: ci.nCtx,
+      maxSequences: ci.nSeqMax,
+      vocabSize: ci.nVocab,
+      maxBatchTokens: ci.nBatch,
+      details: {
+        modelPath: opts.modelPath,
+        description: ci.description,
+        numParams: ci.numParams,
+        modelBytes: ci.modelBytes,
+        trainedContextTokens: ci.nCtxTrain,
+        microBatchTokens: ci.nUbatch,
+        threads: ci.threads,
+        chatTemplate: this.#chatTemplate === 'chatml' ? (ggufTemplate === null ? 'chatml (none in GGUF)' : 'chatml (GGUF template not recognised)') : 'gguf',
+      },
+    };
+  }
+
+  /** Timing of the last successful or refused forward pass (null before the first). */
+  get lastTiming(): StepTiming | null {
+    return this.#lastTiming;
+  }
+
+  tokenize(text: string, addBos: boolean): number[] {
+    return Array.from(this.#ctx.tokenize(text, addBos, true));
+  }
+
+  detokenizer(): IncrementalDetokenizer {
+    return new ByteDetokenizer((t) => this.#piece(t));
+  }
+
+  applyChatTemplate(messages: readonly ChatMessage[]): string {
+    const msgs = messages.map((m) => ({ role: m.role, content: m.content }));
+    const text = this.#ctx.applyChatTemplate(msgs, this.#chatTemplate);
+    if (text === null) throw new Error(`bug: chat template ${this.#chatTemplate.slice(0, 40)} was accepted at load but not now`);
+    return text;
+  }
+
+  isEog(token: number): boolean {
+    let v = this.#eog.get(token);
+    if (v === undefined) {
+      v = this.#ctx.isEog(token);
+      this.#eog.set(token, v);
+    }
+    return v;
+  }
+
+  async execute(plan: RunnerPlan): Promise<StepResult> {
+    if (this.#closed) throw new Error('bug: execute() on a closed LlamaRunner');
+    if (this.#inflight !== null) throw new Error('bug: execute() called while a step is in flight');
+    const t0 = performance.now();
+    for (const op of plan.kvOps) {
+      if (op.kind === 'copy') {
+        this.#ctx.seqCopy(op.srcSeqId, op.dstSeqId, op.p0, op.p1);
+      } else if (!this.#ctx.seqRemove(op.seqId, op.p0, op.p1)) {
+        return { ok: false, reason: 'backend_error', message: `llama_memory_seq_rm refused seq ${op.seqId} [${op.p0}, ${op.p1})` };
+      }
+    }
+    let numRows = 0;
+    for (const item of plan.items) numRows += item.tokens.length;
+    if (numRows === 0) return { ok: true, sampled: plan.items.map(() => null), computeMs: 0 };
+    if (numRows > this.info.maxBatchTokens) {
+      throw new Error(`bug: plan carries ${numRows} tokens, more than maxBatchTokens ${this.info.maxBatchTokens}`);
+    }
+    const tokens = new Int32Array(numRows);
+    const pos = new Int32Array(numRows);
+    const seq = new Int32Array(numRows);
+    const sample = new Uint8Array(numRows);
+    let row = 0;
+    for (const item of plan.items) {
+      if (item.tokens.length === 0) {
+        if (item.sample) throw new Error(`bug: item ${item.requestId} asks for a sample with no tokens`);
+        continue;
+      }
+      if (item.resetSampler) {
+        this.#ctx.setSampler(item.seqId, item.sampling.temperature, item.sampling.topP, item.sampling.seed >>> 0);
+      }
+      for (let j = 0; j < item.tokens.length; j++, row++) {
+        tokens[row] = item.tokens[j]!;
+        pos[row] = item.startPos + j;
+        seq[row] = item.seqId;
+      }
+      if (item.sample) sample[row - 1] = 1;
+    }
+    this.#inflight = this.#ctx.decode(tokens, pos, seq, sample);
+    let res: AddonDecodeResult;
+    try {
+      res = await this.#inflight;
+    } finally {
+      this.#inflight = null;
+    }
+    this.#lastTiming = {
+      rows: numRows,
+      decodeUs: res.decodeUs,
+      sampleUs: res.sampleUs,
+      workerUs: res.workerUs,
+      executeMs: performance.now() - t0,
+    };
+    if (res.status === 1) {
+      return { ok: false, reason: 'no_kv_slot', message: `llama.cpp found no KV slot for a batch of ${numRows} tokens` };
+    }
+    if (res.status !== 0) {
+      return { ok: false, reason: 'backend_error', message: `llama_decode returned ${res.status}` };
+    }
+    let k = 0;
+    const sampled = plan.items.map((item) => (item.sample ? res.sampled[k++]! : null));
+    return { ok: true, sampled, computeMs: res.decodeUs / 1000 };
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#inflight !== null) await this.#inflight.catch(() => undefined);
+    this.#ctx.close();
+  }
+
+  #piece(token: number): Uint8Array {
+    let p = this.#pieces.get(token);
+    if (p === undefined) {
+      p = new Uint8Array(this.#ctx.tokenPiece(token));
+      this.#pieces.set(token, p);
+    }
+    return p;
+  }
+}
