@@ -1,4 +1,209 @@
-// Placeholder until the owning issue lands its command group.
+// `headroom bench`: run (open or closed loop), report (any SLO, from raw records), stub (a
+// model-free server to validate the harness), validate (the harness's own validation suite).
 import type { Command } from 'commander';
+import { Option } from 'commander';
+import path from 'node:path';
+import cliProgress from 'cli-progress';
+import type { BenchConfig } from '../../bench/run.ts';
+import { runBench } from '../../bench/run.ts';
+import type { Progress } from '../../bench/generator.ts';
+import { readMeta, readRecords } from '../../bench/store.ts';
+import { byClass, sloSensitivity, summarize } from '../../bench/report.ts';
+import { renderReport, toJson } from '../../bench/format.ts';
+import { DEFAULT_STUB, startStubServer } from '../../bench/stub-server.ts';
+import { runValidation } from '../../bench/validate.ts';
 
-export function registerBenchCommands(_program: Command): void {}
+const num = (v: string): number => {
+  const n = Number(v);
+  if (!Number.isFinite(n)) throw new Error(`expected a number, got ${v}`);
+  return n;
+};
+const int = (v: string): number => {
+  const n = num(v);
+  if (!Number.isInteger(n)) throw new Error(`expected an integer, got ${v}`);
+  return n;
+};
+const numList = (v: string): number[] => v.split(/[,:]/).map(num);
+
+interface RunFlags {
+  url: string;
+  path: string;
+  model?: string;
+  loop: 'open' | 'closed';
+  arrival: 'poisson' | 'gamma' | 'fixed';
+  rate: number;
+  gammaShape: number;
+  concurrency: number;
+  durationS: number;
+  warmupS: number;
+  cooldownS: number;
+  timeoutS: number;
+  seed: number;
+  workload: 'chat' | 'mixed' | 'uniform';
+  tokensPerWord: number;
+  contextTokens: number;
+  mix: number[];
+  promptTokens: number;
+  outputTokens: number;
+  sloHeaderMs?: number;
+  ignoreEos: boolean;
+  maxSlipP99Ms: number;
+  out?: string;
+  slo: number;
+  json: boolean;
+  progress: boolean;
+}
+
+export function registerBenchCommands(program: Command): void {
+  const bench = program.command('bench').description('Load generator, reports and harness validation');
+
+  bench
+    .command('run')
+    .description('Drive a server over HTTP (open loop by default) and store per-request records')
+    .requiredOption('--url <url>', 'base URL of an OpenAI-compatible server')
+    .option('--path <path>', 'chat-completions path', '/v1/chat/completions')
+    .option('--model <name>', 'model name to send (default: first of GET /v1/models)')
+    .addOption(new Option('--loop <kind>', 'open: scheduled arrivals; closed: N workers (calibration)').choices(['open', 'closed']).default('open'))
+    .addOption(new Option('--arrival <kind>', 'open-loop arrival process').choices(['poisson', 'gamma', 'fixed']).default('poisson'))
+    .option('--rate <rps>', 'open loop: mean arrivals per second', num, 1)
+    .option('--gamma-shape <k>', 'gamma arrivals: shape (1 = Poisson, < 1 burstier)', num, 1)
+    .option('--concurrency <n>', 'closed loop: workers', int, 1)
+    .option('--duration-s <s>', 'arrivals are generated over this many seconds', num, 60)
+    .option('--warmup-s <s>', 'arrivals before this are flagged warmup', num, 0)
+    .option('--cooldown-s <s>', 'arrivals in the last s seconds are flagged cooldown', num, 0)
+    .option('--timeout-s <s>', 'client timeout; timed-out rows are censored', num, 300)
+    .option('--seed <n>', 'seed for arrivals and workload', int, 0)
+    .addOption(new Option('--workload <kind>', 'request mix').choices(['chat', 'mixed', 'uniform']).default('chat'))
+    .option('--tokens-per-word <r>', 'measured tokens per generated word on the target tokenizer', num, 1)
+    .option('--context-tokens <n>', 'model context; mixed-size inputs are scaled to fit (0 = none)', int, 0)
+    .option('--mix <s:m:l>', 'mixed workload weights short:medium:long', numList, [1, 1, 1])
+    .option('--prompt-tokens <n>', 'uniform workload: prompt tokens', int, 256)
+    .option('--output-tokens <n>', 'uniform and mixed workloads: max_tokens', int, 128)
+    .option('--slo-header-ms <ms>', 'send x-slo-ms with every request', num)
+    .option('--no-ignore-eos', 'do not send ignore_eos: true')
+    .option('--max-slip-p99-ms <ms>', 'mark the run invalid above this scheduling slip p99', num, 5)
+    .option('--out <dir>', 'result folder (default results/runs/<time>-<workload>-<loop>)')
+    .option('--slo <ms>', 'E2E SLO for the summary printed after the run', num, 4000)
+    .option('--json', 'print the summary as JSON', false)
+    .option('--no-progress', 'no progress bar')
+    .action(async (f: RunFlags) => {
+      const mix = f.mix;
+      if (mix.length !== 3) throw new Error(`--mix: expected three weights s:m:l, got ${mix.join(':')}`);
+      const cfg: BenchConfig = {
+        url: f.url,
+        path: f.path,
+        model: f.model ?? null,
+        loop: f.loop,
+        arrival: f.arrival,
+        rate: f.rate,
+        gammaShape: f.gammaShape,
+        concurrency: f.concurrency,
+        durationS: f.durationS,
+        warmupS: f.warmupS,
+        cooldownS: f.cooldownS,
+        timeoutS: f.timeoutS,
+        seed: f.seed,
+        workload: f.workload,
+        tokensPerWord: f.tokensPerWord,
+        contextTokens: f.contextTokens,
+        mix: [mix[0] ?? 1, mix[1] ?? 1, mix[2] ?? 1],
+        promptTokens: f.promptTokens,
+        outputTokens: f.outputTokens,
+        sloHeaderMs: f.sloHeaderMs ?? null,
+        ignoreEos: f.ignoreEos,
+        maxSlipP99Ms: f.maxSlipP99Ms,
+      };
+      const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+      const dir = f.out ?? path.join('results', 'runs', `${stamp}-${f.workload}-${f.loop}`);
+      const progress: Progress = { numSent: 0, numDone: 0, numPlanned: 0 };
+      const showBar = f.progress && !f.json && process.stderr.isTTY;
+      const bar = showBar
+        ? new cliProgress.SingleBar(
+            { format: `${f.loop} loop {bar} {value}/{total} done | sent {sent} | in flight {inflight}`, stream: process.stderr, hideCursor: true },
+            cliProgress.Presets.shades_classic,
+          )
+        : null;
+      bar?.start(1, 0, { sent: 0, inflight: 0 });
+      const timer = bar
+        ? setInterval(() => {
+            bar.setTotal(Math.max(progress.numPlanned, progress.numSent, 1));
+            bar.update(progress.numDone, { sent: progress.numSent, inflight: progress.numSent - progress.numDone });
+          }, 500)
+        : null;
+      let result;
+      try {
+        result = await runBench(cfg, dir, progress);
+      } finally {
+        if (timer) clearInterval(timer);
+        bar?.stop();
+      }
+      await printReport(dir, f.slo, null, f.json);
+      process.stderr.write(`results in ${result.dir}\n`);
+    });
+
+  bench
+    .command('report')
+    .description('Recompute throughput, goodput and latencies from raw records at any SLO')
+    .argument('<dirs...>', 'result folders written by bench run')
+    .option('--slo <ms>', 'E2E SLO in ms', num, 4000)
+    .option('--slo-grid <list>', 'SLOs for the sensitivity table (default 0.5x..2x of --slo)', numList)
+    .option('--json', 'JSON summary (vLLM bench-serve key names)', false)
+    .action(async (dirs: string[], f: { slo: number; sloGrid?: number[]; json: boolean }) => {
+      for (const dir of dirs) await printReport(dir, f.slo, f.sloGrid ?? null, f.json);
+    });
+
+  bench
+    .command('stub')
+    .description('Serve a model-free, sleep-based OpenAI-compatible stub (for validating the harness)')
+    .option('--port <n>', 'port (0 = any)', int, 8199)
+    .option('--host <h>', 'host', DEFAULT_STUB.host)
+    .option('--slots <n>', 'concurrent requests in service (0 = unlimited)', int, DEFAULT_STUB.slots)
+    .option('--ttft-ms <ms>', 'sleep before the first token', num, DEFAULT_STUB.ttftMs)
+    .option('--token-ms <ms>', 'sleep between tokens', num, DEFAULT_STUB.tokenMs)
+    .option('--max-output-tokens <n>', 'cap on streamed tokens', int, DEFAULT_STUB.maxOutputTokens)
+    .option('--queue-limit <n>', 'shed with 503 beyond this many waiting (-1 = never)', int, DEFAULT_STUB.queueLimit)
+    .option('--retry-after-s <s>', 'Retry-After on 503', num, DEFAULT_STUB.retryAfterS)
+    .action(async (f: { port: number; host: string; slots: number; ttftMs: number; tokenMs: number; maxOutputTokens: number; queueLimit: number; retryAfterS: number }) => {
+      const h = await startStubServer(f);
+      process.stdout.write(`stub listening on ${h.url}\n`);
+      const stop = (): void => {
+        void h.close().then(() => process.exit(0));
+      };
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+    });
+
+  bench
+    .command('validate')
+    .description("The harness's own validation: KS over seeds, stub below capacity, stub at 2x capacity")
+    .option('--out <dir>', 'where to write the validation results', path.join('results', 'validation'))
+    .option('--quick', 'short runs (minutes -> seconds) for a smoke check', false)
+    .action(async (f: { out: string; quick: boolean }) => {
+      const summary = await runValidation(f.out, f.quick);
+      process.stdout.write(toJson(summary) + '\n');
+      if (!summary.all_pass) process.exitCode = 1;
+    });
+}
+
+async function printReport(dir: string, sloMs: number, grid: number[] | null, json: boolean): Promise<void> {
+  const meta = await readMeta(dir);
+  const records = await readRecords(dir);
+  const windowS = Number(meta['window_s']);
+  const timeoutMs = Number(meta['timeout_ms']);
+  const opts = { sloMs, windowS, timeoutMs };
+  const s = summarize(records, opts);
+  const classes = byClass(records, opts);
+  const slos = grid ?? [0.5, 0.75, 1, 1.5, 2].map((k) => Math.round(k * sloMs));
+  const sens = sloSensitivity(records, slos, windowS);
+  const gv = meta['generator_validation'] as { valid?: boolean; invalid_reason?: string | null; slip_p99_ms?: number; ks_intended?: { pValue?: number } | null } | undefined;
+  const loopNote = typeof meta['loop_note'] === 'string' ? meta['loop_note'] : 'loop unknown';
+  if (json) {
+    process.stdout.write(toJson({ dir, loop_note: loopNote, generator_validation: gv, ...s, loop: meta['loop'], per_class: classes, slo_sensitivity: sens }) + '\n');
+    return;
+  }
+  const validity =
+    gv?.valid === false
+      ? `INVALID RUN: ${gv.invalid_reason ?? ''}`
+      : `generator valid: slip p99 ${gv?.slip_p99_ms?.toFixed(3) ?? '-'} ms; KS p (intended gaps vs Exp(λ)) ${gv?.ks_intended?.pValue?.toFixed(3) ?? 'n/a'}`;
+  process.stdout.write(renderReport(dir, loopNote, s, classes, sens, validity) + '\n');
+}

@@ -1,0 +1,207 @@
+// One benchmark run end to end: draw the schedule, write it, run the loop, write records and
+// meta.json with the generator's own validation (KS of the arrival process, scheduling slip).
+import { request as undiciRequest } from 'undici';
+import path from 'node:path';
+import type { ArrivalKind } from './arrivals.ts';
+import { arrivalTimesMs, gapsOf } from './arrivals.ts';
+import type { WorkloadKind, RequestSpec } from './workloads.ts';
+import { Workload } from './workloads.ts';
+import type { ClientOptions } from './client.ts';
+import type { Progress } from './generator.ts';
+import { runClosedLoop, runOpenLoop } from './generator.ts';
+import type { LoopKind, RequestRecord } from './record.ts';
+import { SCHEDULE_COLUMNS, SCHEDULE_FILE, writeMeta, writeParquet, writeRecords } from './store.ts';
+import type { KsResult } from './stats.ts';
+import { ksExponential, quantileSorted, sortedCopy } from './stats.ts';
+import { machineProbe, sourceInfo } from './provenance.ts';
+
+export interface BenchConfig {
+  /** Base URL of the target, e.g. http://127.0.0.1:8080. */
+  readonly url: string;
+  /** Chat-completions path. */
+  readonly path: string;
+  /** Model name to send; null = first entry of GET /v1/models, else 'default'. */
+  readonly model: string | null;
+  readonly loop: LoopKind;
+  readonly arrival: ArrivalKind;
+  /** Open loop: mean arrivals per second. */
+  readonly rate: number;
+  readonly gammaShape: number;
+  /** Closed loop: number of workers. */
+  readonly concurrency: number;
+  readonly durationS: number;
+  readonly warmupS: number;
+  readonly cooldownS: number;
+  readonly timeoutS: number;
+  readonly seed: number;
+  readonly workload: WorkloadKind;
+  readonly tokensPerWord: number;
+  readonly contextTokens: number;
+  readonly mix: readonly [number, number, number];
+  readonly promptTokens: number;
+  readonly outputTokens: number;
+  readonly sloHeaderMs: number | null;
+  readonly ignoreEos: boolean;
+  /** The run is marked invalid when slip p99 exceeds this. */
+  readonly maxSlipP99Ms: number;
+}
+
+export interface GeneratorValidation {
+  /** KS of the intended inter-arrival gaps against Exp(rate); null unless Poisson (or gamma shape 1). */
+  ks_intended: KsResult | null;
+  /** KS of the actual send gaps (what the server saw) against the same Exp(rate). */
+  ks_sent: KsResult | null;
+  slip_p50_ms: number;
+  slip_p99_ms: number;
+  slip_max_ms: number;
+  max_slip_p99_ms: number;
+  /** False when the generator fell behind its own schedule (slip p99 above the bound). */
+  valid: boolean;
+  invalid_reason: string | null;
+}
+
+export interface RunResult {
+  readonly dir: string;
+  readonly records: RequestRecord[];
+  readonly meta: Record<string, unknown>;
+}
+
+export function validateConfig(c: BenchConfig): void {
+  const need = (ok: boolean, what: string, got: unknown): void => {
+    if (!ok) throw new Error(`bench: expected ${what}, got ${String(got)}`);
+  };
+  need(/^https?:\/\//.test(c.url), 'an http(s) URL', c.url);
+  need(c.durationS > 0, 'duration > 0', c.durationS);
+  need(c.warmupS >= 0 && c.cooldownS >= 0 && c.warmupS + c.cooldownS < c.durationS, 'warmup + cooldown < duration', `${c.warmupS}+${c.cooldownS}`);
+  need(c.timeoutS > 0, 'timeout > 0', c.timeoutS);
+  need(Number.isInteger(c.seed), 'an integer seed', c.seed);
+  if (c.loop === 'open') need(c.rate > 0, 'rate > 0', c.rate);
+  else need(Number.isInteger(c.concurrency) && c.concurrency > 0, 'concurrency a positive integer', c.concurrency);
+}
+
+/** Draws the schedule (open loop) and the specs; deterministic in the config. */
+export function drawSchedule(c: BenchConfig): { arrivalsMs: Float64Array; specs: RequestSpec[]; workload: Workload } {
+  const workload = newWorkload(c);
+  if (c.loop === 'closed') return { arrivalsMs: new Float64Array(0), specs: [], workload };
+  const arrivalsMs = arrivalTimesMs({ kind: c.arrival, ratePerS: c.rate, durationS: c.durationS, gammaShape: c.gammaShape, seed: c.seed });
+  const specs = Array.from({ length: arrivalsMs.length }, () => workload.next());
+  return { arrivalsMs, specs, workload };
+}
+
+function newWorkload(c: BenchConfig): Workload {
+  return new Workload({
+    kind: c.workload,
+    seed: c.seed,
+    tokensPerWord: c.tokensPerWord,
+    contextTokens: c.contextTokens,
+    mix: c.mix,
+    promptTokens: c.promptTokens,
+    outputTokens: c.outputTokens,
+  });
+}
+
+export async function resolveModel(c: BenchConfig): Promise<string> {
+  if (c.model !== null) return c.model;
+  try {
+    const res = await undiciRequest(new URL('/v1/models', c.url), { headersTimeout: 2000, bodyTimeout: 2000 });
+    const j = (await res.body.json()) as { data?: Array<{ id?: string }> };
+    return j.data?.[0]?.id ?? 'default';
+  } catch {
+    return 'default';
+  }
+}
+
+/** GET /stats on the target, if it has one. */
+export async function fetchStats(url: string): Promise<unknown> {
+  try {
+    const res = await undiciRequest(new URL('/stats', url), { headersTimeout: 2000, bodyTimeout: 2000 });
+    if (res.statusCode !== 200) {
+      await res.body.dump();
+      return null;
+    }
+    return await res.body.json();
+  } catch {
+    return null;
+  }
+}
+
+export function validateGenerator(c: BenchConfig, arrivalsMs: Float64Array, records: readonly RequestRecord[]): GeneratorValidation {
+  const exponential = c.loop === 'open' && (c.arrival === 'poisson' || (c.arrival === 'gamma' && c.gammaShape === 1));
+  const slip = sortedCopy(records.map((r) => r.slip_ms));
+  const p99 = quantileSorted(slip, 0.99);
+  const valid = c.loop === 'closed' || !(p99 > c.maxSlipP99Ms);
+  const sent = sortedCopy(records.map((r) => r.sent_ms));
+  return {
+    ks_intended: exponential ? ksExponential(gapsOf(arrivalsMs), c.rate / 1000) : null,
+    ks_sent: exponential ? ksExponential(gapsOf(sent), c.rate / 1000) : null,
+    slip_p50_ms: quantileSorted(slip, 0.5),
+    slip_p99_ms: p99,
+    slip_max_ms: slip[slip.length - 1] ?? NaN,
+    max_slip_p99_ms: c.maxSlipP99Ms,
+    valid,
+    invalid_reason: valid ? null : `generator fell behind its schedule: slip p99 ${p99.toFixed(2)} ms > ${c.maxSlipP99Ms} ms`,
+  };
+}
+
+/** Runs one benchmark and writes schedule.parquet, records.parquet and meta.json under `dir`. */
+export async function runBench(c: BenchConfig, dir: string, progress?: Progress): Promise<RunResult> {
+  validateConfig(c);
+  const model = await resolveModel(c);
+  const { arrivalsMs, specs, workload } = drawSchedule(c);
+  // The arrival realisation and workload draws go to disk before the first request is sent.
+  await writeParquet(
+    path.join(dir, SCHEDULE_FILE),
+    SCHEDULE_COLUMNS,
+    specs.map((s, i) => ({
+      request_id: i,
+      intended_ms: arrivalsMs[i] ?? 0,
+      klass: s.klass,
+      prefix_id: s.prefixId,
+      prompt_tokens_est: s.promptTokensEst,
+      prompt_chars: s.messages.reduce((n, m) => n + m.content.length, 0),
+      max_tokens: s.maxTokens,
+    })),
+  );
+  const u = new URL(c.url);
+  const client: ClientOptions = {
+    origin: u.origin,
+    path: c.path,
+    model,
+    timeoutMs: c.timeoutS * 1000,
+    sloHeaderMs: c.sloHeaderMs,
+    ignoreEos: c.ignoreEos,
+  };
+  const statsBefore = await fetchStats(c.url);
+  const startedAt = new Date().toISOString();
+  const edges = { durationMs: c.durationS * 1000, warmupMs: c.warmupS * 1000, cooldownMs: c.cooldownS * 1000 };
+  const records =
+    c.loop === 'open'
+      ? await runOpenLoop({ client, arrivalsMs, specs, ...edges, ...(progress ? { progress } : {}) })
+      : await runClosedLoop({ client, concurrency: c.concurrency, nextSpec: () => workload.next(), ...edges, ...(progress ? { progress } : {}) });
+  const finishedAt = new Date().toISOString();
+  const statsAfter = await fetchStats(c.url);
+  await writeRecords(dir, records);
+  const meta = {
+    tool: 'headroom bench run',
+    loop: c.loop,
+    loop_note:
+      c.loop === 'closed'
+        ? 'CLOSED LOOP (N workers): offered load follows server speed; for capacity calibration only, not overload behaviour'
+        : 'open loop: scheduled arrivals, latency from intended arrival',
+    config: { ...c, model },
+    seed: c.seed,
+    window_s: c.durationS - c.warmupS - c.cooldownS,
+    timeout_ms: c.timeoutS * 1000,
+    started_at: startedAt,
+    finished_at: finishedAt,
+    num_rows: records.length,
+    source: sourceInfo(),
+    machine: machineProbe(),
+    workload: { kind: c.workload, mixed_scale: workload.mixedScale(), prompt_heuristic: 'one common English word ≈ one token; see src/bench/prompt-text.ts' },
+    generator_validation: validateGenerator(c, arrivalsMs, records),
+    target_stats_before: statsBefore,
+    target_stats_after: statsAfter,
+  };
+  await writeMeta(dir, meta);
+  return { dir, records, meta };
+}

@@ -1,0 +1,137 @@
+// Workloads: what each request asks for. A workload is a pure function of (config, seed, index),
+// drawn from its own RNG stream so the arrival realisation does not depend on it.
+//
+//   chat     shared-prefix chat: 70% of requests carry one of 4 system prompts of 480–650 tokens,
+//            30% a unique one of the same length range; user turn ~45 tokens; requested output
+//            lognormal(μ 4.6, σ 0.8) clipped to [16, 512].
+//   mixed    short/medium/long inputs of 512/2,048/8,192 tokens (the flow-control study's sizes),
+//            scaled down when the model's context is smaller; fixed 128-token outputs. The study
+//            publishes the sizes but not their mix, so the default mix is 1:1:1 (`--mix`).
+//   uniform  every request the same size (`--prompt-tokens`, `--output-tokens`), each prompt unique.
+import { Rng } from './rng.ts';
+import { promptText, wordsForTokens } from './prompt-text.ts';
+
+export type WorkloadKind = 'chat' | 'mixed' | 'uniform';
+
+export interface WorkloadOptions {
+  readonly kind: WorkloadKind;
+  readonly seed: number;
+  /** Tokens per generated word on the target's tokenizer (1 for mainstream BPE; see prompt-text.ts). */
+  readonly tokensPerWord: number;
+  /** Model context in tokens; mixed-size inputs are scaled to fit. 0 = no scaling. */
+  readonly contextTokens: number;
+  /** Relative weights of short:medium:long for `mixed`. */
+  readonly mix: readonly [number, number, number];
+  /** Prompt and output size for `uniform`; output size for `mixed`. */
+  readonly promptTokens: number;
+  readonly outputTokens: number;
+}
+
+export interface RequestSpec {
+  /** Workload class: chat 'shared' | 'unique'; mixed 'short' | 'medium' | 'long'; 'uniform'. */
+  readonly klass: string;
+  /** Which shared system prompt (0..3) this request carries; null when unique. */
+  readonly prefixId: number | null;
+  /** Chat messages in OpenAI form. */
+  readonly messages: ReadonlyArray<{ readonly role: 'system' | 'user'; readonly content: string }>;
+  /** The harness's own estimate of the prompt's tokens (see prompt-text.ts). */
+  readonly promptTokensEst: number;
+  /** max_tokens sent (with ignore_eos) so output length is controlled. */
+  readonly maxTokens: number;
+}
+
+export const CHAT_NUM_PREFIXES = 4;
+export const CHAT_SHARED_FRACTION = 0.7;
+const CHAT_SYSTEM_MIN = 480;
+const CHAT_SYSTEM_MAX = 650;
+const CHAT_USER_TOKENS = 45;
+const MIXED_SIZES = [512, 2048, 8192] as const;
+const MIXED_CLASSES = ['short', 'medium', 'long'] as const;
+
+/** Draws request specs in order; request i's spec depends only on (options, i-th draw). */
+export class Workload {
+  readonly #opts: WorkloadOptions;
+  readonly #rng: Rng;
+  readonly #sharedPrompts: string[] = [];
+  readonly #sharedTokens: number[] = [];
+
+  constructor(opts: WorkloadOptions) {
+    if (!(opts.tokensPerWord > 0)) throw new Error(`workload: expected tokensPerWord > 0, got ${opts.tokensPerWord}`);
+    if (opts.mix.some((w) => !(w >= 0)) || opts.mix.every((w) => w === 0)) {
+      throw new Error(`workload: expected non-negative mix weights, not all zero, got ${opts.mix.join(':')}`);
+    }
+    this.#opts = opts;
+    this.#rng = new Rng(opts.seed, 'workload');
+    const prefixRng = new Rng(opts.seed, 'shared-prefixes');
+    for (let i = 0; i < CHAT_NUM_PREFIXES; i++) {
+      const tokens = CHAT_SYSTEM_MIN + prefixRng.int(CHAT_SYSTEM_MAX - CHAT_SYSTEM_MIN + 1);
+      this.#sharedTokens.push(tokens);
+      this.#sharedPrompts.push(`System prompt ${i}. ` + promptText(prefixRng, wordsForTokens(tokens, opts.tokensPerWord)));
+    }
+  }
+
+  /** Scale applied to mixed-size inputs so the long class plus its output fits the context. */
+  mixedScale(): number {
+    const ctx = this.#opts.contextTokens;
+    if (ctx <= 0) return 1;
+    const longest = (MIXED_SIZES[2] + this.#opts.outputTokens) * 1.05;
+    return Math.min(1, ctx / longest);
+  }
+
+  next(): RequestSpec {
+    switch (this.#opts.kind) {
+      case 'chat':
+        return this.#chat();
+      case 'mixed':
+        return this.#mixed();
+      case 'uniform':
+        return this.#single('uniform', this.#opts.promptTokens, this.#opts.outputTokens);
+    }
+  }
+
+  #chat(): RequestSpec {
+    const rng = this.#rng;
+    const shared = rng.uniform() < CHAT_SHARED_FRACTION;
+    const prefixId = shared ? rng.int(CHAT_NUM_PREFIXES) : null;
+    const maxTokens = Math.round(Math.min(512, Math.max(16, rng.lognormal(4.6, 0.8))));
+    let system: string;
+    let systemTokens: number;
+    if (prefixId !== null) {
+      system = this.#sharedPrompts[prefixId] ?? '';
+      systemTokens = this.#sharedTokens[prefixId] ?? 0;
+    } else {
+      systemTokens = CHAT_SYSTEM_MIN + rng.int(CHAT_SYSTEM_MAX - CHAT_SYSTEM_MIN + 1);
+      system = promptText(rng, wordsForTokens(systemTokens, this.#opts.tokensPerWord));
+    }
+    const user = promptText(rng, wordsForTokens(CHAT_USER_TOKENS, this.#opts.tokensPerWord));
+    return {
+      klass: shared ? 'shared' : 'unique',
+      prefixId,
+      messages: [
+        { role: 'system', content: system },
+        { role: 'user', content: user },
+      ],
+      promptTokensEst: systemTokens + CHAT_USER_TOKENS,
+      maxTokens,
+    };
+  }
+
+  #mixed(): RequestSpec {
+    const [ws, wm, wl] = this.#opts.mix;
+    const u = this.#rng.uniform() * (ws + wm + wl);
+    const idx = u < ws ? 0 : u < ws + wm ? 1 : 2;
+    const tokens = Math.max(1, Math.round(MIXED_SIZES[idx] * this.mixedScale()));
+    return this.#single(MIXED_CLASSES[idx], tokens, this.#opts.outputTokens);
+  }
+
+  #single(klass: string, promptTokens: number, outputTokens: number): RequestSpec {
+    const text = promptText(this.#rng, wordsForTokens(promptTokens, this.#opts.tokensPerWord));
+    return {
+      klass,
+      prefixId: null,
+      messages: [{ role: 'user', content: text }],
+      promptTokensEst: promptTokens,
+      maxTokens: outputTokens,
+    };
+  }
+}
