@@ -210,7 +210,9 @@ export class RadixCache {
       if (entry === undefined) break;
       const node = entry.item;
       if (!this.#isEvictable(node) || entry.stamp !== node.lastAccess) continue;
-      for (const id of node.blocks) {
+      // Last block first, as PagedKv.free does: the node's first block ends on top of the free stack.
+      for (let i = node.blocks.length - 1; i >= 0; i--) {
+        const id = node.blocks[i]!;
         this.#cached[id] = 0;
         if (this.#pool.decRef(id)) numBlocksFreed++;
       }
