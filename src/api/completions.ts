@@ -139,7 +139,10 @@ export class CompletionsHandler {
       if (text.length === 0) throw new ApiError('invalid_value', 'The prompt must not be empty.', { param: 'prompt' });
       return { body, promptTokens: runner.tokenize(text, true) };
     }
-    return { body, promptTokens: [...(p as number[])] };
+    const ids = p as number[];
+    const bad = ids.find((t) => t >= runner.info.vocabSize);
+    if (bad !== undefined) throw new ApiError('invalid_value', `Token id ${bad} is outside the vocabulary [0, ${runner.info.vocabSize}).`, { param: 'prompt' });
+    return { body, promptTokens: [...ids] };
   }
 
   #checkModel(model: string): void {

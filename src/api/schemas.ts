@@ -48,7 +48,7 @@ export function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
   if (r.success) return r.data;
   const issue = r.error.issues[0]!;
   const param = issue.path.map(String).join('.') || null;
-  const missing = issue.code === 'invalid_type' && issue.input === undefined;
+  const missing = issue.code === 'invalid_type' && valueAt(body, issue.path) === undefined;
   const msg = missing ? `Missing required parameter: '${param}'.` : `Invalid value for '${param ?? 'body'}': ${issue.message}`;
   throw new ApiError(missing ? 'missing_field' : 'invalid_value', msg, { param });
 }
@@ -65,4 +65,13 @@ export function checkSupported(body: { n?: number | null | undefined; echo?: boo
 export function messageText(content: string | readonly { text: string }[] | null): string {
   if (content === null) return '';
   return typeof content === 'string' ? content : content.map((p) => p.text).join('');
+}
+
+function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let v = root;
+  for (const k of path) {
+    if (typeof v !== 'object' || v === null) return undefined;
+    v = (v as Record<PropertyKey, unknown>)[k];
+  }
+  return v;
 }

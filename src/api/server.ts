@@ -33,7 +33,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   const app = Fastify({ bodyLimit: config.bodyLimitBytes, logger: false, return503OnClosing: false });
 
   // JSON bodies: reject invalid UTF-8 instead of silently turning it into U+FFFD.
-  app.removeContentTypeParser('application/json');
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body: Buffer, done) => {
     let text: string;
     try {

@@ -86,6 +86,8 @@ export interface RunnerInfo {
   readonly contextTokens: number;
   /** Sequence ids available, 0..maxSequences-1. */
   readonly maxSequences: number;
+  /** Token ids are in [0, vocabSize): a prompt of raw ids outside it is a 400, never a backend crash. */
+  readonly vocabSize: number;
   /** Largest number of tokens one forward pass may carry. */
   readonly maxBatchTokens: number;
   /** Free-form facts (model path, threads, cost model) for /stats. */

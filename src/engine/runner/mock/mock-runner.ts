@@ -72,6 +72,7 @@ export class MockRunner implements Runner {
       modelId: opts.modelId ?? 'headroom-mock',
       contextTokens,
       maxSequences: opts.maxSequences ?? 64,
+      vocabSize: MOCK_VOCAB_SIZE,
       maxBatchTokens: opts.maxBatchTokens ?? 512,
       details: { cost, eosProbability: eos, vocabSize: MOCK_VOCAB_SIZE },
     };

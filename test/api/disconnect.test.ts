@@ -1,0 +1,68 @@
+// A client that disconnects mid-stream aborts its request: the engine drops it and returns to its
+// idle baseline (nothing waiting or running, every sequence id free, no KV cell held).
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import http from 'node:http';
+import { startTestServer, waitForIdle } from '../helpers/headroom.ts';
+import type { SchedulerName } from '../../src/engine/scheduler/factory.ts';
+import { availableSchedulers } from '../helpers/schedulers.ts';
+import type { MockRunner } from '../../src/engine/runner/mock/mock-runner.ts';
+
+/** Open a stream, read `frames` SSE frames, then destroy the socket. Resolves when the socket is gone. */
+function readThenHangUp(url: string, body: unknown, frames: number, stream = true): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
+      let seen = 0;
+      res.on('data', (buf: Buffer) => {
+        seen += buf.toString().split('\n\n').filter((f) => f.startsWith('data: ')).length;
+        if (seen >= frames) {
+          req.destroy();
+          resolve(seen);
+        }
+      });
+      res.on('end', () => reject(new Error(`the stream ended after ${seen} frames before we hung up`)));
+    });
+    req.on('error', () => undefined);
+    req.end(JSON.stringify({ ...body as object, stream }));
+    if (!stream) setTimeout(() => (req.destroy(), resolve(0)), frames);
+  });
+}
+
+async function eventually(cond: () => boolean, what: string, timeoutMs = 3000): Promise<void> {
+  const t0 = Date.now();
+  while (!cond()) {
+    if (Date.now() - t0 > timeoutMs) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+for (const scheduler of availableSchedulers()) {
+  test(`disconnects mid-stream return the engine to its idle baseline (${scheduler})`, async () => {
+    const server = await startTestServer({ scheduler: { scheduler: scheduler as SchedulerName }, mock: { cost: { speed: 1 } } });
+    const runner = server.runner as MockRunner;
+    try {
+      const before = server.headroom.engine.stats().scheduler;
+      const body = { model: 'headroom-mock', prompt: 'a long story about the river', max_tokens: 800, ignore_eos: true };
+      // Several streams hang up at different points, one non-streamed request's client leaves too.
+      const hangups = await Promise.all([
+        readThenHangUp(server.url, body, 3),
+        readThenHangUp(server.url, body, 10),
+        readThenHangUp(server.url, body, 25),
+        readThenHangUp(server.url, body, 150, false),
+      ]);
+      assert.ok(hangups[0] >= 3 && hangups[2] >= 25, 'the streams were mid-flight when the clients left');
+      await waitForIdle(server.headroom);
+      await eventually(() => runner.numUsedCells === 0, 'the KV cells of aborted sequences to be released');
+      const after = server.headroom.engine.stats().scheduler;
+      assert.equal(after.numRunning, 0);
+      assert.equal(after.numWaiting, 0);
+      assert.equal(after.numFreeSeqIds, before.numFreeSeqIds);
+      assert.equal(after.kv.numFreeBlocks, before.kv.numFreeBlocks);
+      server.headroom.engine.scheduler.checkInvariants();
+      // Each aborted request stopped long before its 800 tokens: the engine did not keep generating.
+      assert.ok(server.headroom.engine.stats().numSteps < 4 * 800, `engine ran ${server.headroom.engine.stats().numSteps} steps`);
+    } finally {
+      await server.close();
+    }
+  });
+}

@@ -1,0 +1,45 @@
+// Starts an in-process Headroom on an ephemeral port for tests, with the mock runner unless told otherwise.
+
+import { serverConfig } from '../../src/api/config.ts';
+import type { ServerConfig } from '../../src/api/config.ts';
+import { Headroom } from '../../src/app.ts';
+import type { SchedulerConfig } from '../../src/engine/scheduler/factory.ts';
+import type { MockRunnerOptions } from '../../src/engine/runner/mock/mock-runner.ts';
+import { MockRunner } from '../../src/engine/runner/mock/mock-runner.ts';
+import type { Runner } from '../../src/engine/runner/runner.ts';
+
+export interface TestServer {
+  readonly url: string;
+  readonly headroom: Headroom;
+  readonly runner: Runner;
+  close(): Promise<void>;
+}
+
+export interface TestServerOptions {
+  readonly runner?: Runner;
+  readonly mock?: MockRunnerOptions;
+  readonly server?: Partial<ServerConfig>;
+  readonly scheduler?: SchedulerConfig;
+  readonly maxQueuedRequests?: number;
+}
+
+export async function startTestServer(opts: TestServerOptions = {}): Promise<TestServer> {
+  const runner = opts.runner ?? new MockRunner({ cost: { speed: 0 }, ...opts.mock });
+  const headroom = new Headroom({
+    runner,
+    server: serverConfig({ host: '127.0.0.1', port: 0, ...opts.server }),
+    scheduler: opts.scheduler ?? { scheduler: 'fifo' },
+    maxQueuedRequests: opts.maxQueuedRequests ?? 1024,
+  });
+  const url = await headroom.start();
+  return { url, headroom, runner, close: () => headroom.close() };
+}
+
+/** Polls until the engine holds no request (or fails after `timeoutMs`). */
+export async function waitForIdle(h: Headroom, timeoutMs = 5000): Promise<void> {
+  const t0 = Date.now();
+  while (h.engine.scheduler.numUnfinished > 0) {
+    if (Date.now() - t0 > timeoutMs) throw new Error(`engine still holds ${h.engine.scheduler.numUnfinished} requests after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
