@@ -339,6 +339,7 @@ export class RadixCache {
   #touch(node: RadixNode): void {
     this.#clock++;
     for (let n: RadixNode | null = node; n !== null; n = n.parent) n.lastAccess = this.#clock;
+    this.#queueIfEvictable(node); // only the deepest node can be a leaf; a no-op when it is pinned next
   }
 
   #pin(node: RadixNode): CacheHandle {

@@ -119,32 +119,37 @@ describe('RadixCache', () => {
   });
 
   it('pins a match: eviction between match and allocate cannot free the matched blocks (use-after-free regression)', () => {
-    // 6 blocks. A cached [1..4] (blocks 0,1) and finished. C cached [7,8] later (block 2).
+    // 6 blocks of 2. A cached [1..4] (blocks 0,1) and finished; C cached [7,8] later (block 2).
     const w = world(6);
-    w.end(w.prefill([1, 2, 3, 4, 5])); // blocks 0,1 cached; 2 freed by the table
+    w.end(w.prefill([1, 2, 3, 4, 5])); // blocks 0,1 cached; 2 freed with the table
     w.end(w.prefill([7, 8])); // block 2 again, cached
-    assert.equal(w.pool.numFree, 3);
-    // B: 9 tokens → 5 blocks; 2 come from the hit, 3 more needed; then 1 more for its first decode.
-    const prompt = [1, 2, 3, 4, 6, 6, 6, 6, 6];
+    assert.deepEqual(w.pool.freeListSnapshot(), ids(3, 4, 5));
+    // B: 14 tokens → 7 blocks; 2 come from the hit, 5 more needed, 3 free: short of 2.
+    const prompt = [1, 2, 3, 4, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6];
     const m = w.cache.match(prompt.slice(0, -1));
-    assert.deepEqual([m.numTokens, m.blocks], [4, ids(0, 1)]);
-    // Short of one block: reclaim by LRU. The matched node is the least recently *inserted*, but the
-    // match touched and pinned it, so eviction must take C's node instead.
-    const shortfall = 5 - m.blocks.length + 1 - w.pool.numFree;
+    assert.deepEqual([m.numTokens, m.blocks, m.ownerSeqId], [4, ids(0, 1), 0]);
+    const shortfall = 7 - m.blocks.length - w.pool.numFree;
+    assert.equal(shortfall, 2);
+    // Reclaim by LRU, as admission does. Unpinned, A's node would go second and hand blocks 0 and 1
+    // back to the free list while `m.blocks` still names them. Pinned, eviction stops short.
     const ev = w.cache.evict(shortfall);
-    assert.deepEqual(ev.kvOps[0], { kind: 'remove', seqId: 1, p0: 0, p1: 2 }, 'evicted C, not the match');
-    for (const id of m.blocks) assert.ok(w.pool.refCount(id) >= 1, `matched block ${id} is still allocated`);
+    assert.deepEqual(ev.kvOps, [{ kind: 'remove', seqId: 1, p0: 0, p1: 2 }, { kind: 'remove', seqId: 1, p0: 0, p1: -1 }], 'evicted C only');
+    assert.equal(ev.numBlocksFreed, 1);
+    for (const id of m.blocks) assert.equal(w.pool.refCount(id), 1, `matched block ${id} is still allocated`);
     assert.ok(w.seqIds.isAcquired(m.ownerSeqId!), 'the owner to copy from is still alive');
-    const b = w.kv.createTable();
-    w.kv.sharePrefix(b, m.blocks, m.numTokens); // throws "use after free" without the pin
-    w.kv.append(b, prompt.length - m.numTokens);
+    assert.deepEqual(w.pool.freeListSnapshot(), ids(2, 3, 4, 5), 'blocks 0 and 1 are not on the free list');
+    // Whatever the decision, the matched blocks are still safe to share while pinned.
+    const probe = w.kv.createTable();
+    w.kv.sharePrefix(probe, m.blocks, m.numTokens); // "use after free" if eviction had taken them
+    w.kv.free(probe);
+    // Not enough room: B is deferred and lets go of its pin; A stays cached for its retry.
+    assert.equal(w.pool.canAllocate(7 - m.blocks.length), false);
     w.cache.release(m.handle);
-    w.check();
-    // With nothing else to evict, a pinned match makes eviction return short instead of eating it.
-    const m2 = w.cache.match(prompt);
-    assert.equal(w.cache.evict(10).numNodesEvicted, 0, 'pinned path and nothing else');
-    w.cache.release(m2.handle);
     assert.equal(w.cache.numProtectedBlocks, 0);
+    w.check();
+    const retry = w.cache.match(prompt.slice(0, -1));
+    assert.equal(retry.numTokens, 4);
+    w.cache.release(retry.handle);
   });
 
   it('stays correct when a sequence that inserted at prefill completion is preempted', () => {
