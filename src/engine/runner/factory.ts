@@ -21,5 +21,9 @@ export async function createRunner(c: RunnerConfig): Promise<Runner> {
       new MockRunner({ contextTokens: c.contextTokens, maxSequences: c.maxSequences, maxBatchTokens: c.maxBatchTokens, cost: { speed: c.mockSpeed } }),
     );
   }
-  throw new Error('the llama runner is not available yet');
+  // Loaded on demand: the mock path never touches the native addon.
+  const { LlamaRunner } = await import('./llama/llama-runner.ts');
+  const { ensureDefaultModel } = await import('../../model/default-model.ts');
+  const modelPath = c.modelPath ?? (await ensureDefaultModel());
+  return new LlamaRunner({ modelPath, threads: c.threads, contextTokens: c.contextTokens, maxSequences: c.maxSequences, maxBatchTokens: c.maxBatchTokens });
 }
