@@ -10,7 +10,6 @@ import type { SeqId } from '../../../src/engine/runner/runner.ts';
 import { propertyParams } from './property-support.ts';
 
 const ids = (...n: number[]): BlockId[] => n.map(asBlockId);
-const seq = (n: number): SeqId => n as SeqId;
 
 /** Pool + tables + seq ids + cache, and the scheduler's protocol in its simplest form. */
 function world(numBlocks: number, blockSize = 2, maxSequences = 4) {

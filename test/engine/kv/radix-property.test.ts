@@ -172,7 +172,7 @@ class World {
 
   #cellsOf(s: SeqId): Map<number, number> {
     let cells = this.cells.get(s);
-    if (cells === undefined) this.cells.set(s, (cells = new Map()));
+    if (cells === undefined) this.cells.set(s, (cells = new Map<number, number>()));
     return cells;
   }
 }
