@@ -114,18 +114,17 @@ export async function startStubServer(partial: Partial<StubOptions> = {}): Promi
       return;
     }
     await got;
-    let aborted = false;
-    res.on('close', () => {
-      aborted = !res.writableFinished;
-    });
+    // A client that gave up (timeout, abort) while this request waited or slept frees its slot at once.
+    const gone = (): boolean => req.socket.destroyed;
     try {
+      if (gone()) return;
       const tokens = Math.max(1, Math.min(maxTokens, o.maxOutputTokens));
       await sleep(o.ttftMs);
-      if (aborted) return;
+      if (gone()) return;
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
       for (let i = 0; i < tokens; i++) {
         if (i > 0) await sleep(o.tokenMs);
-        if (aborted) return;
+        if (gone()) return;
         const finish = i === tokens - 1 ? '"length"' : 'null';
         res.write(`data: {"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":" w"},"finish_reason":${finish}}]}\n\n`);
       }
@@ -136,7 +135,6 @@ export async function startStubServer(partial: Partial<StubOptions> = {}): Promi
       numServed++;
     } finally {
       release();
-      if (aborted) req.destroy();
     }
   };
 
