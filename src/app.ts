@@ -27,7 +27,7 @@ export class Headroom {
 
   constructor(opts: HeadroomOptions) {
     this.#opts = opts;
-    const scheduler = createScheduler(opts.scheduler, opts.runner.info);
+    const scheduler = createScheduler({ maxOutputTokens: opts.server.maxOutputTokens, ...opts.scheduler }, opts.runner.info);
     this.engine = new Engine(opts.runner, scheduler, { maxQueuedRequests: opts.maxQueuedRequests });
     this.app = buildServer({
       engine: this.engine,

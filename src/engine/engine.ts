@@ -96,7 +96,7 @@ export class Engine {
 
   /** The client left: the scheduler drops the request before the next step. */
   abort(req: Request): void {
-    req.requestAbort();
+    this.scheduler.abort(req);
     this.#signal();
   }
 

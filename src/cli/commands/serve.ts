@@ -21,6 +21,13 @@ interface ServeFlags {
   maxQueued: string;
   maxOutputTokens: string;
   mockSpeed: string;
+  kv: 'paged' | 'contiguous';
+  prefixCache: 'on' | 'off';
+  blockSize: string;
+  prefillChunk?: string;
+  priority: 'prefill-first' | 'decode-first';
+  staticBatch: string;
+  staticWaitMs: string;
 }
 
 const int = (name: string, v: string): number => {
@@ -41,7 +48,14 @@ export function registerServeCommand(program: Command): void {
     .option('--ctx <cells>', 'KV cells in the unified pool', '8192')
     .option('--parallel <n>', 'sequence ids (most requests running at once)', '16')
     .option('--batch-tokens <n>', 'most tokens in one forward pass', '512')
-    .addOption(new Option('--scheduler <name>', 'scheduling policy').choices(['fifo', 'static', 'continuous']).default('fifo'))
+    .addOption(new Option('--scheduler <name>', 'scheduling policy').choices(['fifo', 'static', 'continuous']).default('continuous'))
+    .addOption(new Option('--kv <mode>', 'KV accounting').choices(['paged', 'contiguous']).default('paged'))
+    .addOption(new Option('--prefix-cache <on|off>', 'radix prefix cache (paged KV only)').choices(['on', 'off']).default('on'))
+    .option('--block-size <tokens>', 'KV block size', '16')
+    .option('--prefill-chunk <tokens>', 'most prompt tokens one request takes per step (default: --batch-tokens)')
+    .addOption(new Option('--priority <p>', 'who gets the step budget first').choices(['prefill-first', 'decode-first']).default('prefill-first'))
+    .option('--static-batch <n>', 'static scheduler: batch size', '8')
+    .option('--static-wait-ms <ms>', 'static scheduler: longest wait to fill a batch', '50')
     .option('--slo-ms <ms>', 'default latency budget per request', '10000')
     .option('--max-queued <n>', 'most requests held in memory', '1024')
     .option('--max-output-tokens <n>', 'largest max_tokens accepted', '1024')
@@ -59,7 +73,16 @@ export function registerServeCommand(program: Command): void {
       const headroom = new Headroom({
         runner,
         server: serverConfig({ host: f.host, port: int('port', f.port), sloMs: int('slo-ms', f.sloMs), maxOutputTokens: int('max-output-tokens', f.maxOutputTokens) }),
-        scheduler: { scheduler: f.scheduler },
+        scheduler: {
+          scheduler: f.scheduler,
+          kv: f.kv,
+          prefixCache: f.kv === 'paged' && f.prefixCache === 'on',
+          blockSize: int('block-size', f.blockSize),
+          ...(f.prefillChunk === undefined ? {} : { prefillChunkTokens: int('prefill-chunk', f.prefillChunk) }),
+          priority: f.priority,
+          staticBatchSize: int('static-batch', f.staticBatch),
+          staticWaitMs: int('static-wait-ms', f.staticWaitMs),
+        },
         maxQueuedRequests: int('max-queued', f.maxQueued),
       });
       const address = await headroom.start();

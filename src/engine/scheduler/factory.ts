@@ -1,6 +1,7 @@
-// Builds the scheduler named by configuration.
+// Builds the scheduler named by configuration, with its KV accounting sized from the runner.
 
 import type { RunnerInfo } from '../runner/runner.ts';
+import { BatchScheduler } from './batch-scheduler.ts';
 import { FifoScheduler } from './fifo.ts';
 import type { Scheduler } from './scheduler.ts';
 
@@ -8,13 +9,41 @@ export type SchedulerName = 'fifo' | 'static' | 'continuous';
 
 export interface SchedulerConfig {
   readonly scheduler: SchedulerName;
+  /** KV accounting: paged blocks (default) or one contiguous slab per request (the ablation baseline). */
+  readonly kv?: 'paged' | 'contiguous';
+  /** Radix prefix cache (paged only; default on for paged). */
+  readonly prefixCache?: boolean;
+  readonly blockSize?: number;
+  /** Most requests running at once (default: every sequence id). */
+  readonly maxRunning?: number;
+  /** Most prompt tokens one request takes per step (default: the whole step budget). */
+  readonly prefillChunkTokens?: number;
+  readonly priority?: 'prefill-first' | 'decode-first';
+  readonly staticBatchSize?: number;
+  readonly staticWaitMs?: number;
+  /** The server-wide output cap (the contiguous allocator reserves it per request). */
+  readonly maxOutputTokens?: number;
 }
 
 export function createScheduler(config: SchedulerConfig, runner: RunnerInfo): Scheduler {
-  switch (config.scheduler) {
-    case 'fifo':
-      return new FifoScheduler({ maxBatchTokens: runner.maxBatchTokens, maxSequences: runner.maxSequences });
-    default:
-      throw new Error(`scheduler '${config.scheduler}' is not available yet`);
-  }
+  if (config.scheduler === 'fifo') return new FifoScheduler({ maxBatchTokens: runner.maxBatchTokens, maxSequences: runner.maxSequences });
+  if (config.scheduler !== 'static' && config.scheduler !== 'continuous') throw new Error(`unknown scheduler '${String(config.scheduler)}'; expected fifo, static or continuous`);
+  const kv = config.kv ?? 'paged';
+  return new BatchScheduler({
+    policy: config.scheduler,
+    maxBatchTokens: runner.maxBatchTokens,
+    maxRunning: config.maxRunning ?? runner.maxSequences,
+    prefillChunkTokens: Math.min(config.prefillChunkTokens ?? runner.maxBatchTokens, runner.maxBatchTokens),
+    priority: config.priority ?? 'prefill-first',
+    staticBatchSize: config.staticBatchSize ?? Math.min(8, runner.maxSequences),
+    staticWaitMs: config.staticWaitMs ?? 50,
+    kv: {
+      mode: kv,
+      prefixCache: kv === 'paged' && (config.prefixCache ?? true),
+      numCells: runner.contextTokens,
+      blockSize: config.blockSize ?? 16,
+      maxSequences: runner.maxSequences,
+      maxOutputTokens: config.maxOutputTokens ?? 1024,
+    },
+  });
 }

@@ -37,6 +37,10 @@ export class FifoScheduler implements Scheduler {
     this.#waiting.push(req);
   }
 
+  abort(req: Request): void {
+    req.requestAbort();
+  }
+
   schedule(nowMs: number): SchedulerPlan {
     for (const r of this.#waiting.removeWhere((x) => x.abortRequested)) r.finish('abort', nowMs);
     if (this.#running?.abortRequested === true) this.#end(this.#running, 'abort', nowMs);

@@ -58,6 +58,8 @@ export interface Scheduler {
   readonly name: 'fifo' | 'static' | 'continuous';
   /** Take a new request into the wait queue. */
   add(req: Request): void;
+  /** The client left: mark the request; it is dropped (and its KV freed) before the next batch. */
+  abort(req: Request): void;
   schedule(nowMs: number): SchedulerPlan;
   update(plan: SchedulerPlan, result: StepResult, nowMs: number): void;
   /** Requests not yet finished (waiting or running). */
