@@ -62,6 +62,8 @@ export class Request {
   /** Set once the sampler for the current sequence has been started (reset on preemption). */
   samplerStarted = false;
   numPreemptions = 0;
+  /** When the request first entered the running set (queue time = admittedMs − arrivalMs). */
+  admittedMs: number | null = null;
   firstTokenMs: number | null = null;
   finishedMs: number | null = null;
 

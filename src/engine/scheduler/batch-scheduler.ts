@@ -89,17 +89,17 @@ export class BatchScheduler implements Scheduler {
       if (this.#running.length === 0) {
         const fill = this.#staticReady(nowMs);
         // The whole batch is admitted now (prompts beyond this step's budget get their tokens in later steps).
-        if (fill === true) this.#admit(budget, scheduled, Math.min(this.#opts.staticBatchSize, this.#opts.maxRunning), true);
+        if (fill === true) this.#admit(budget, scheduled, Math.min(this.#opts.staticBatchSize, this.#opts.maxRunning), nowMs, true);
         else wakeAtMs = fill;
       }
       this.#continueRunning(budget, scheduled);
     } else if (this.#opts.priority === 'prefill-first') {
       this.#continueRunning(budget, scheduled, 'prefill');
-      this.#admit(budget, scheduled, this.#opts.maxRunning);
+      this.#admit(budget, scheduled, this.#opts.maxRunning, nowMs);
       this.#continueRunning(budget, scheduled, 'decode');
     } else {
       this.#continueRunning(budget, scheduled);
-      this.#admit(budget, scheduled, this.#opts.maxRunning);
+      this.#admit(budget, scheduled, this.#opts.maxRunning, nowMs);
     }
     const kvOps = this.#kv.takeKvOps();
     if (scheduled.length === 0) return { ...emptySchedulerPlan(wakeAtMs), runner: { kvOps, items: [] } };
@@ -190,7 +190,7 @@ export class BatchScheduler implements Scheduler {
     }
   }
 
-  #admit(budget: { tokens: number }, scheduled: ScheduledItem[], maxRunning: number, wholeBatch = false): void {
+  #admit(budget: { tokens: number }, scheduled: ScheduledItem[], maxRunning: number, nowMs: number, wholeBatch = false): void {
     while ((budget.tokens > 0 || wholeBatch) && this.#running.length < maxRunning) {
       const req = this.#waiting.peek();
       if (req === undefined) return;
@@ -202,6 +202,7 @@ export class BatchScheduler implements Scheduler {
       req.numComputedTokens = r.numCachedTokens;
       if (req.numPreemptions === 0) req.numCachedTokens = r.numCachedTokens;
       req.samplerStarted = false;
+      req.admittedMs ??= nowMs;
       this.#running.push(req);
       if (r.numNewTokens > 0) scheduled.push({ request: req, numNewTokens: r.numNewTokens });
       budget.tokens -= r.numNewTokens;

@@ -51,6 +51,7 @@ export class FifoScheduler implements Scheduler {
         next.seqId = SEQ;
         next.numComputedTokens = 0;
         next.samplerStarted = false;
+        next.admittedMs ??= nowMs;
         this.#running = next;
       }
     }
