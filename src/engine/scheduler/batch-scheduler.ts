@@ -126,12 +126,12 @@ export class BatchScheduler implements Scheduler {
       if (req.status !== RequestStatus.RUNNING) return;
       req.numComputedTokens += numNewTokens;
       req.samplerStarted = true;
-      const token = result.sampled[i];
-      if (token != null) {
-        const reason = req.appendToken(token, nowMs);
-        if (reason !== null) return this.#end(req, reason, nowMs);
-      }
+      // Caught up with every token it had: its prefix goes into the cache now, before the sampled token extends it.
       this.#kv.onComputed(req);
+      const token = result.sampled[i];
+      if (token == null) return;
+      const reason = req.appendToken(token, nowMs);
+      if (reason !== null) this.#end(req, reason, nowMs);
     });
   }
 
