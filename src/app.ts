@@ -10,6 +10,8 @@ import type { Runner } from './engine/runner/runner.ts';
 import { asSeqId } from './engine/runner/runner.ts';
 import type { SchedulerConfig } from './engine/scheduler/factory.ts';
 import { createScheduler } from './engine/scheduler/factory.ts';
+import type { ObservabilityOptions } from './obs/observability.ts';
+import { Observability } from './obs/observability.ts';
 
 export interface HeadroomOptions {
   readonly runner: Runner;
@@ -17,22 +19,27 @@ export interface HeadroomOptions {
   readonly scheduler: SchedulerConfig;
   readonly maxQueuedRequests: number;
   readonly statsExtra?: () => Record<string, unknown>;
+  /** Metrics (on unless `metrics: false`) and tracing (on with `otelEndpoint`); the SLO comes from `server`. */
+  readonly obs?: Omit<ObservabilityOptions, 'sloMs'>;
 }
 
 export class Headroom {
   readonly engine: Engine;
   readonly app: FastifyInstance;
   readonly lifecycle: Lifecycle = { warm: false };
+  readonly obs: Observability;
   readonly #opts: HeadroomOptions;
 
   constructor(opts: HeadroomOptions) {
     this.#opts = opts;
     const scheduler = createScheduler({ maxOutputTokens: opts.server.maxOutputTokens, ...opts.scheduler }, opts.runner.info);
     this.engine = new Engine(opts.runner, scheduler, { maxQueuedRequests: opts.maxQueuedRequests });
+    this.obs = new Observability(this.engine, { sloMs: opts.server.sloMs, ...opts.obs });
     this.app = buildServer({
       engine: this.engine,
       config: opts.server,
       lifecycle: this.lifecycle,
+      obs: this.obs,
       ...(opts.statsExtra === undefined ? {} : { statsExtra: opts.statsExtra }),
     });
   }
@@ -59,6 +66,7 @@ export class Headroom {
   async close(): Promise<void> {
     await this.app.close();
     await this.engine.stop();
+    await this.obs.close();
     await this.#opts.runner.close();
   }
 

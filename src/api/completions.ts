@@ -12,6 +12,7 @@ import type { ChatCompletionBody, CompletionBody } from './schemas.ts';
 import { chatCompletionBody, checkSupported, completionBody, messageText, parseBody } from './schemas.ts';
 import { SseWriter } from './sse.ts';
 import type { ServerConfig } from './config.ts';
+import type { Observability } from '../obs/observability.ts';
 
 type Kind = 'chat' | 'completion';
 type Finish = Extract<RequestEvent, { type: 'finish' }>;
@@ -24,10 +25,12 @@ interface Prepared {
 export class CompletionsHandler {
   readonly #engine: Engine;
   readonly #config: ServerConfig;
+  readonly #obs: Observability | null;
 
-  constructor(engine: Engine, config: ServerConfig) {
+  constructor(engine: Engine, config: ServerConfig, obs: Observability | null = null) {
     this.#engine = engine;
     this.#config = config;
+    this.#obs = obs;
   }
 
   async handle(kind: Kind, req: FastifyRequest, reply: FastifyReply): Promise<void> {
@@ -52,6 +55,8 @@ export class CompletionsHandler {
     const model = body.model;
     const stream = body.stream === true;
     const includeUsage = stream && body.stream_options?.include_usage === true;
+    const obs = this.#obs;
+    const traceparent = typeof req.headers.traceparent === 'string' ? req.headers.traceparent : undefined;
 
     const events: RequestEvent[] = [];
     let notify: (() => void) | null = null;
@@ -67,12 +72,16 @@ export class CompletionsHandler {
       detokenizer: runner.detokenizer(),
       isEog: (t) => runner.isEog(t),
       onEvent: (ev) => {
+        if (ev.type === 'finish') obs?.finished(request, ev.reason, traceparent);
         events.push(ev);
         notify?.();
       },
     });
+    const decideMs = performance.now();
     const submitted = this.#engine.submit(request);
+    obs?.admissionDecided(performance.now() - decideMs);
     if (!submitted.ok) {
+      obs?.refused(request, submitted.reason, traceparent);
       const msg = submitted.reason === 'draining' ? 'The server is shutting down; retry on another replica.' : 'The server holds as many requests as it can; retry shortly.';
       throw new ApiError(submitted.reason, msg, { retryAfterS: this.#config.retryAfterS });
     }

@@ -5,6 +5,7 @@
 //   GET  /health    liveness: 200 while the process lives (draining included)
 //   GET  /ready     readiness: 503 until the engine is warm and from the moment a drain starts
 //   GET  /stats     a JSON snapshot of engine state and configuration
+//   GET  /metrics   Prometheus exposition (Headroom and vLLM-compatible names), when metrics are on
 
 import Fastify from 'fastify';
 import type { FastifyError, FastifyInstance } from 'fastify';
@@ -12,6 +13,7 @@ import type { Engine } from '../engine/engine.ts';
 import { CompletionsHandler } from './completions.ts';
 import type { ServerConfig } from './config.ts';
 import { ApiError } from './errors.ts';
+import type { Observability } from '../obs/observability.ts';
 
 export interface Lifecycle {
   /** The engine has run its warm-up step. */
@@ -24,6 +26,8 @@ export interface ServerDeps {
   readonly lifecycle: Lifecycle;
   /** Extra facts for /stats (runner kind notes, build info). */
   readonly statsExtra?: () => Record<string, unknown>;
+  /** Metrics and tracing; absent = neither. */
+  readonly obs?: Observability;
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -63,7 +67,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     void reply.code(e.status).send(e.toBody());
   });
 
-  const completions = new CompletionsHandler(engine, config);
+  const completions = new CompletionsHandler(engine, config, deps.obs ?? null);
   app.post('/v1/chat/completions', (req, reply) => completions.handle('chat', req, reply));
   app.post('/v1/completions', (req, reply) => completions.handle('completion', req, reply));
   app.get('/v1/models', () => ({
@@ -82,6 +86,10 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     config,
     ...deps.statsExtra?.(),
   }));
+  const metrics = deps.obs?.metrics ?? null;
+  if (metrics !== null) {
+    app.get('/metrics', async (_req, reply) => reply.header('content-type', metrics.contentType).send(await metrics.text()));
+  }
   return app;
 }
 

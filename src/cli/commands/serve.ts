@@ -28,6 +28,8 @@ interface ServeFlags {
   priority: 'prefill-first' | 'decode-first';
   staticBatch: string;
   staticWaitMs: string;
+  otelEndpoint?: string;
+  metrics: boolean;
 }
 
 const int = (name: string, v: string): number => {
@@ -60,6 +62,8 @@ export function registerServeCommand(program: Command): void {
     .option('--max-queued <n>', 'most requests held in memory', '1024')
     .option('--max-output-tokens <n>', 'largest max_tokens accepted', '1024')
     .option('--mock-speed <x>', 'mock runner cost multiplier', '1')
+    .option('--otel-endpoint <url>', 'export OpenTelemetry request spans to this OTLP/HTTP collector (off by default)')
+    .option('--no-metrics', 'do not serve Prometheus metrics on /metrics')
     .action(async (f: ServeFlags) => {
       const runner = await createRunner({
         runner: f.runner,
@@ -84,6 +88,7 @@ export function registerServeCommand(program: Command): void {
           staticWaitMs: int('static-wait-ms', f.staticWaitMs),
         },
         maxQueuedRequests: int('max-queued', f.maxQueued),
+        obs: { metrics: f.metrics, ...(f.otelEndpoint === undefined ? {} : { otelEndpoint: f.otelEndpoint }) },
       });
       const address = await headroom.start();
       console.log(`headroom: serving ${runner.info.modelId} with the ${runner.info.name} runner and the ${f.scheduler} scheduler on ${address}`);

@@ -1,0 +1,216 @@
+// The Prometheus registry of one Headroom process: every metric it exports, under Headroom's own
+// names (`headroom_*`) and again under the vLLM names that llm-d / Gateway API Inference Extension
+// endpoint pickers and existing vLLM dashboards read (`vllm:*`, labelled `model_name`).
+//
+// Three ways a value gets here, each the cheapest for its kind:
+//   - events (histograms, outcome and refusal counters): observed when they happen, by the step
+//     observer (engine side) or the API (admission, refusal, finish);
+//   - state (queue depth, batch, KV): gauges read from `stats()` when Prometheus scrapes;
+//   - engine counters that already exist (preemptions, copy-on-write, prefix-cache tokens): read on
+//     scrape and added as the difference since the last scrape, so the hot path pays nothing.
+// One registry per instance (never prom-client's global one), so tests can run several servers.
+
+import type { Counter as CounterT, Gauge as GaugeT, Histogram as HistogramT } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { EngineStats } from '../engine/engine.ts';
+import type { FinishReason } from '../engine/request.ts';
+import { admissionBuckets, sloBuckets, stepBuckets, tokenLatencyBuckets } from './buckets.ts';
+
+/** Why the API refused a request (all exist at 0 from the start, so rate() and dashboards see them). */
+export type RefusalReason = 'conformal' | 'capacity' | 'flow_cap' | 'draining';
+export const REFUSAL_REASONS: readonly RefusalReason[] = ['conformal', 'capacity', 'flow_cap', 'draining'];
+export const OUTCOMES: readonly FinishReason[] = ['stop', 'length', 'abort', 'error'];
+/** What an engine step did: only prompt tokens, only decodes, or both in one batch. */
+export type StepKind = 'prefill' | 'decode' | 'mixed';
+const STEP_KINDS: readonly StepKind[] = ['prefill', 'decode', 'mixed'];
+
+export interface MetricsOptions {
+  /** The server's default SLO: request-latency buckets are dense around it (see buckets.ts). */
+  readonly sloMs: number;
+  /** `model_name` label on the vLLM-compatible series. */
+  readonly modelName: string;
+  /** Engine state, read at scrape time. */
+  readonly stats: () => EngineStats;
+  /** Node process metrics (CPU, memory, event-loop lag); default true. */
+  readonly processMetrics?: boolean;
+}
+
+/** One latency, observed under both names at once. */
+export class LatencyPair {
+  readonly #own: HistogramT;
+  readonly #vllm: readonly { observe(v: number): void }[];
+
+  constructor(own: HistogramT, vllm: readonly { observe(v: number): void }[]) {
+    this.#own = own;
+    this.#vllm = vllm;
+  }
+
+  observe(seconds: number): void {
+    this.#own.observe(seconds);
+    for (const h of this.#vllm) h.observe(seconds);
+  }
+}
+
+export class Metrics {
+  readonly registry = new Registry();
+  /** Arrival → first token. */
+  readonly ttft: LatencyPair;
+  /** Gap between consecutive tokens of one request (per token). */
+  readonly itl: LatencyPair;
+  /** Arrival → finish. */
+  readonly e2e: LatencyPair;
+  /** Arrival → first admission into the running set. */
+  readonly queueTime: LatencyPair;
+  readonly stepSeconds: HistogramT<'kind'>;
+  readonly admissionSeconds: HistogramT;
+  readonly #outcomes: CounterT<'outcome'>;
+  readonly #vllmSuccess: CounterT<'model_name' | 'finished_reason'>;
+  readonly #refusals: CounterT<'reason'>;
+  readonly #promptTokens: { inc(n: number): void }[];
+  readonly #generationTokens: { inc(n: number): void }[];
+  readonly #model: string;
+
+  constructor(opts: MetricsOptions) {
+    const reg = this.registry;
+    const model = opts.modelName;
+    this.#model = model;
+    const vllmLabels = ['model_name'] as const;
+    const sloB = sloBuckets(opts.sloMs);
+    const tokB = tokenLatencyBuckets(opts.sloMs);
+    const hist = (name: string, help: string, buckets: number[]): HistogramT => new Histogram({ name, help, buckets, registers: [reg] });
+    const vhist = (name: string, help: string, buckets: number[]) =>
+      new Histogram({ name, help, buckets, labelNames: vllmLabels, registers: [reg] }).labels({ model_name: model });
+
+    this.ttft = new LatencyPair(hist('headroom_time_to_first_token_seconds', 'Arrival to first token, seconds.', sloB), [
+      vhist('vllm:time_to_first_token_seconds', 'Histogram of time to first token in seconds.', sloB),
+    ]);
+    this.itl = new LatencyPair(hist('headroom_inter_token_latency_seconds', 'Time between consecutive tokens of a request, seconds.', tokB), [
+      vhist('vllm:inter_token_latency_seconds', 'Histogram of inter-token latency in seconds.', tokB),
+      vhist('vllm:time_per_output_token_seconds', 'Histogram of time per output token in seconds (per token, as vLLM v0 reported it).', tokB),
+    ]);
+    this.e2e = new LatencyPair(hist('headroom_e2e_request_latency_seconds', 'Arrival to finish, seconds.', sloB), [
+      vhist('vllm:e2e_request_latency_seconds', 'Histogram of end to end request latency in seconds.', sloB),
+    ]);
+    this.queueTime = new LatencyPair(hist('headroom_request_queue_time_seconds', 'Arrival to first admission into the running batch, seconds.', sloB), [
+      vhist('vllm:request_queue_time_seconds', 'Histogram of time spent in WAITING phase for request.', sloB),
+    ]);
+    this.stepSeconds = new Histogram({ name: 'headroom_engine_step_seconds', help: 'Wall time of one engine step (schedule, execute, apply), seconds.', labelNames: ['kind'], buckets: stepBuckets(), registers: [reg] });
+    for (const kind of STEP_KINDS) this.stepSeconds.zero({ kind });
+    this.admissionSeconds = hist('headroom_admission_decision_seconds', 'Time the API spends deciding to admit or refuse a request, seconds.', admissionBuckets());
+
+    this.#outcomes = new Counter({ name: 'headroom_requests_total', help: 'Requests that finished, by outcome (finish reason).', labelNames: ['outcome'], registers: [reg] });
+    this.#vllmSuccess = new Counter({ name: 'vllm:request_success_total', help: 'Count of finished requests, by finish reason.', labelNames: ['model_name', 'finished_reason'], registers: [reg] });
+    for (const o of OUTCOMES) {
+      this.#outcomes.inc({ outcome: o }, 0);
+      this.#vllmSuccess.inc({ model_name: model, finished_reason: o }, 0);
+    }
+    this.#refusals = new Counter({ name: 'headroom_refusals_total', help: 'Requests refused before running, by reason.', labelNames: ['reason'], registers: [reg] });
+    for (const r of REFUSAL_REASONS) this.#refusals.inc({ reason: r }, 0);
+
+    const tokenCounters = (own: string, vllm: string, what: string): { inc(n: number): void }[] => [
+      new Counter({ name: own, help: `${what} tokens processed.`, registers: [reg] }),
+      new Counter({ name: vllm, help: `Number of ${what.toLowerCase()} tokens processed.`, labelNames: vllmLabels, registers: [reg] }).labels({ model_name: model }),
+    ];
+    this.#promptTokens = tokenCounters('headroom_prompt_tokens_total', 'vllm:prompt_tokens_total', 'Prompt');
+    this.#generationTokens = tokenCounters('headroom_generation_tokens_total', 'vllm:generation_tokens_total', 'Generation');
+
+    this.#registerState(opts);
+    if (opts.processMetrics ?? true) collectDefaultMetrics({ register: reg });
+  }
+
+  /** A request ended (once per request). */
+  finished(reason: FinishReason): void {
+    this.#outcomes.inc({ outcome: reason });
+    this.#vllmSuccess.inc({ model_name: this.#model, finished_reason: reason });
+  }
+
+  refused(reason: RefusalReason): void {
+    this.#refusals.inc({ reason });
+  }
+
+  promptTokens(n: number): void {
+    for (const c of this.#promptTokens) c.inc(n);
+  }
+
+  generationTokens(n: number): void {
+    for (const c of this.#generationTokens) c.inc(n);
+  }
+
+  /** The exposition text Prometheus scrapes. */
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** Every series name a PromQL query may use: counters and gauges as named, histograms with _bucket/_sum/_count. */
+  seriesNames(): Set<string> {
+    const out = new Set<string>();
+    for (const m of this.registry.getMetricsAsArray()) {
+      const { name, type } = m as unknown as { name: string; type: string };
+      if (type === 'histogram') for (const s of ['_bucket', '_sum', '_count']) out.add(name + s);
+      else out.add(name);
+    }
+    return out;
+  }
+
+  /** Gauges and engine-derived counters, all read from one `stats()` call per collector at scrape time. */
+  #registerState(opts: MetricsOptions): void {
+    const reg = this.registry;
+    const model = this.#model;
+    const stats = opts.stats;
+    const gauge = (name: string, help: string, read: (s: EngineStats) => number, labels?: { model_name: string }): GaugeT =>
+      new Gauge({
+        name,
+        help,
+        labelNames: labels === undefined ? [] : ['model_name'],
+        registers: [reg],
+        collect(this: GaugeT<string>) {
+          const v = read(stats());
+          if (labels === undefined) this.set(v);
+          else this.set(labels, v);
+        },
+      });
+    const vl = { model_name: model };
+    gauge('headroom_requests_waiting', 'Requests in the wait queue (queue depth).', (s) => s.scheduler.numWaiting);
+    gauge('headroom_requests_running', 'Requests in the running batch.', (s) => s.scheduler.numRunning);
+    gauge('headroom_kv_blocks', 'KV blocks in the pool.', (s) => s.scheduler.kv.numBlocks);
+    gauge('headroom_kv_free_blocks', 'Free KV blocks.', (s) => s.scheduler.kv.numFreeBlocks);
+    gauge('headroom_kv_usage_ratio', 'Fraction of KV blocks in use, 0..1.', (s) => s.scheduler.kv.usage);
+    gauge('headroom_kv_fragmentation_ratio', 'KV fragmentation, 0..1 (paged: partially filled tail waste; contiguous: unusable free space).', (s) => s.scheduler.kv.fragmentation);
+    gauge('headroom_draining', '1 while the server drains (refuses new requests).', (s) => (s.draining ? 1 : 0));
+    gauge('headroom_slo_seconds', 'The default latency budget per request (the SLO the buckets are built around).', () => opts.sloMs / 1000);
+    gauge('vllm:num_requests_waiting', 'Number of requests waiting to be processed.', (s) => s.scheduler.numWaiting, vl);
+    gauge('vllm:num_requests_running', 'Number of requests in model execution batches.', (s) => s.scheduler.numRunning, vl);
+    gauge('vllm:kv_cache_usage_perc', 'KV-cache usage. 1 means 100 percent usage.', (s) => s.scheduler.kv.usage, vl);
+
+    // Engine counters are monotonic; add what they grew by since the last scrape.
+    const derived = (name: string, help: string, read: (s: EngineStats) => number, labels?: { model_name: string }): void => {
+      let last = 0;
+      new Counter({
+        name,
+        help,
+        labelNames: labels === undefined ? [] : ['model_name'],
+        registers: [reg],
+        collect(this: CounterT<string>) {
+          const v = read(stats());
+          const delta = v >= last ? v - last : v; // a smaller value means the source restarted
+          last = v;
+          if (labels === undefined) this.inc(delta);
+          else this.inc(labels, delta);
+        },
+      });
+    };
+    const queryTokens = (s: EngineStats): number => s.scheduler.kv.prefixCache?.queryTokens ?? 0;
+    const hitTokens = (s: EngineStats): number => s.scheduler.kv.prefixCache?.hitTokens ?? 0;
+    derived('headroom_preemptions_total', 'Requests preempted (recompute) to free KV.', (s) => s.scheduler.numPreemptions);
+    derived('headroom_kv_copy_on_write_total', 'KV blocks copied before appending to a shared, partially filled block.', (s) => s.scheduler.kv.numCopyOnWrite);
+    derived('headroom_prefix_cache_query_tokens_total', 'Prompt tokens looked up in the prefix cache.', queryTokens);
+    derived('headroom_prefix_cache_hit_tokens_total', 'Prompt tokens found in the prefix cache.', hitTokens);
+    derived('vllm:num_preemptions_total', 'Cumulative number of preemptions from the engine.', (s) => s.scheduler.numPreemptions, vl);
+    derived('vllm:prefix_cache_queries_total', 'Prefix cache queries, in terms of number of queried tokens.', queryTokens, vl);
+    derived('vllm:prefix_cache_hits_total', 'Prefix cache hits, in terms of number of cached tokens.', hitTokens, vl);
+  }
+}

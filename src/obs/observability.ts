@@ -1,0 +1,63 @@
+// What the rest of Headroom sees of obs/: one object per server, attached to the engine's step
+// hook, told by the API about admission decisions, refusals and finishes. Metrics are on by
+// default; tracing only with an OTLP endpoint. It records, it never decides.
+
+import type { Engine } from '../engine/engine.ts';
+import type { FinishReason, Request } from '../engine/request.ts';
+import type { RefusalReason } from './metrics.ts';
+import { Metrics } from './metrics.ts';
+import { StepMetrics } from './step-observer.ts';
+import type { TracingOptions } from './tracing.ts';
+import { RequestTracer } from './tracing.ts';
+
+export interface ObservabilityOptions {
+  /** Default SLO of the server (histogram buckets are built around it). */
+  readonly sloMs: number;
+  /** Serve /metrics (default true). */
+  readonly metrics?: boolean;
+  /** Export OpenTelemetry spans to this OTLP/HTTP collector; absent = tracing off. */
+  readonly otelEndpoint?: string;
+  /** Extra tracing settings (tests: exporter, export delay). */
+  readonly tracing?: Omit<TracingOptions, 'endpoint'>;
+  /** Node process metrics on /metrics (default true). */
+  readonly processMetrics?: boolean;
+}
+
+export class Observability {
+  readonly metrics: Metrics | null;
+  readonly tracer: RequestTracer | null;
+
+  constructor(engine: Engine, opts: ObservabilityOptions) {
+    this.metrics =
+      opts.metrics === false
+        ? null
+        : new Metrics({ sloMs: opts.sloMs, modelName: engine.runner.info.modelId, stats: () => engine.stats(), ...(opts.processMetrics === undefined ? {} : { processMetrics: opts.processMetrics }) });
+    if (this.metrics !== null) engine.onStep(new StepMetrics(this.metrics, () => engine.now()).onStep);
+    this.tracer = opts.otelEndpoint === undefined ? null : new RequestTracer({ endpoint: opts.otelEndpoint, ...opts.tracing });
+  }
+
+  /** How long the API took to decide to submit or refuse, ms. */
+  admissionDecided(ms: number): void {
+    this.metrics?.admissionSeconds.observe(ms / 1000);
+  }
+
+  refused(req: Request, reason: RefusalReason, traceparent?: string): void {
+    this.metrics?.refused(reason);
+    this.tracer?.refused(req, reason, traceparent);
+  }
+
+  /** Exactly once per admitted request, from its finish event. */
+  finished(req: Request, reason: FinishReason, traceparent?: string): void {
+    const m = this.metrics;
+    if (m !== null) {
+      m.finished(reason);
+      if (req.finishedMs !== null) m.e2e.observe((req.finishedMs - req.arrivalMs) / 1000);
+    }
+    this.tracer?.finished(req, reason, traceparent);
+  }
+
+  /** Flush and stop the exporter (buffered spans are sent). */
+  async close(): Promise<void> {
+    await this.tracer?.shutdown();
+  }
+}
