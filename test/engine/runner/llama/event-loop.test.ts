@@ -27,7 +27,7 @@ test('a timer on the event loop fires on time during a long prefill', async (t) 
     const stepMs: number[] = [];
     const start = performance.now();
     try {
-      for (let seq = 0; seq < 3; seq++) {
+      for (let seq = 0; seq < 2; seq++) {
         const t0 = performance.now();
         await run(runner, plan([item(seq, prompt, 0, true, true)]));
         stepMs.push(performance.now() - t0);
