@@ -24,7 +24,7 @@ test('seqCopy / seqRemove / seqPosMax / memoryClear track the cells of each sequ
     assert.equal(info.nCtx, 512);
     assert.equal(info.nSeqMax, 4);
     assert.equal(info.threads, 2);
-    const toks = ctx.tokenize('one two three four five six seven eight nine', true).slice(0, 10);
+    const toks = ctx.tokenize('one two three four five six seven eight nine', true, false).slice(0, 10);
     const n = toks.length;
     const pending = ctx.decode(toks, Int32Array.from(toks, (_, i) => i), new Int32Array(n), Uint8Array.from(toks, (_, i) => (i === n - 1 ? 1 : 0)));
     // While the worker runs, the context refuses to be touched (steps must not overlap).
