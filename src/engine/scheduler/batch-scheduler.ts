@@ -53,7 +53,7 @@ export class BatchScheduler implements Scheduler {
     const ints: (keyof BatchSchedulerOptions)[] = ['maxBatchTokens', 'maxRunning', 'prefillChunkTokens', 'staticBatchSize'];
     for (const k of ints) {
       const v = opts[k];
-      if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) throw new Error(`BatchScheduler: expected ${k} to be a positive integer, got ${String(v)}`);
+      if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) throw new Error(`BatchScheduler: expected ${k} to be a positive integer, got ${JSON.stringify(v)}`);
     }
     if (opts.maxRunning > opts.kv.maxSequences) throw new Error(`BatchScheduler: expected maxRunning ≤ ${opts.kv.maxSequences} sequence ids, got ${opts.maxRunning}`);
     this.name = opts.policy;

@@ -195,3 +195,29 @@ test('a burst of requests with one system prompt: duplicated prefix cells stay a
   assert.equal(sched.numRunnerRefusals, 0, 'the runner refused a batch the accounting admitted');
   assert.deepEqual(out.map((o) => o.reason), ['length', 'length', 'length', 'length']);
 });
+
+test('mock model: prefix cache on/off, paged/contiguous, fifo and static give identical text for requests sharing system prompts', async () => {
+  // The mock's tokens hash each sequence's whole KV history, so a hit copied from the wrong owner
+  // or a stale range would change the text.
+  const systems = [longPrompt('sys-a', 80), longPrompt('sys-b', 60)];
+  const jobs = Array.from({ length: 10 }, (_, i) => ({ prompt: `${systems[i % 2]!} user turn ${i}`, maxTokens: 12 + i, temperature: i % 3 === 0 ? 0.7 : 0, seed: i }));
+  const configs: SchedulerConfig[] = [
+    { scheduler: 'fifo' },
+    { scheduler: 'continuous', prefixCache: true },
+    { scheduler: 'continuous', prefixCache: false },
+    { scheduler: 'continuous', kv: 'contiguous' },
+    { scheduler: 'static', staticBatchSize: 3 },
+  ];
+  const results: string[][] = [];
+  for (const config of configs) {
+    const engine = makeEngine(new MockRunner({ cost: { speed: 0 }, contextTokens: 4096, maxSequences: 8 }), config);
+    const sequential: string[] = [];
+    for (const job of jobs) sequential.push((await runJobs(engine, [job]))[0]!.text);
+    const together = (await runJobs(engine, jobs)).map((o) => o.text);
+    if (config.prefixCache === true) assert.ok((engine.stats().scheduler.kv.prefixCache?.hitTokens ?? 0) > 500, 'the cache was used');
+    results.push([...sequential, ...together]);
+    await engine.stop();
+  }
+  assert.equal(new Set(results[0]!.slice(0, jobs.length)).size, jobs.length, 'every job has its own text');
+  results.slice(1).forEach((r, i) => assert.deepEqual(r, results[0], `${JSON.stringify(configs[i + 1])} changed the text`));
+});

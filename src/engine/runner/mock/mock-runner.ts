@@ -2,9 +2,11 @@
 //
 //   step time = speed × (stepOverheadMs + prefillTokenMs × fed prompt tokens + decodeSeqMs × decoding sequences)
 //
-// Tokens are a pure function of the sequence's recent tokens (and, when sampling, the request's
-// seed and position), so a request produces the same text alone or inside any batch — the
-// property the "each stream carries only its own tokens" test relies on. It keeps a simulated
+// Tokens are a pure function of a rolling hash of the sequence's whole KV history (and, when
+// sampling, the request's seed), so a request produces the same text alone, inside any batch, or
+// after a prefix-cache hit — and a KV operation that gives a sequence the wrong cells (a seqCopy
+// from the wrong owner, a stale range) changes its text. The "each stream carries only its own
+// tokens" and cache on/off equivalence tests rely on that. It keeps a simulated
 // unified KV pool (MockKv) and refuses a step that does not fit, as llama.cpp does.
 
 import { Utf8Accumulator } from '../utf8-accumulator.ts';
@@ -52,7 +54,7 @@ export class MockRunner implements Runner {
   readonly #cost: MockCostModel;
   readonly #eosProbability: number;
   readonly #kv: MockKv;
-  /** The tokens each sequence holds, for generating the next one. */
+  /** Per sequence, the rolling hash of its history after each position (what its KV cells "contain"). */
   readonly #history = new Map<number, number[]>();
   #closed = false;
 
@@ -118,11 +120,11 @@ export class MockRunner implements Runner {
     for (const item of plan.items) {
       if (!this.#kv.append(item.seqId, item.startPos, item.tokens.length)) throw new Error('bug: MockKv refused after the capacity check');
       const hist = this.#history.get(item.seqId) ?? [];
-      hist.push(...item.tokens);
+      for (const t of item.tokens) hist.push(hash(hist.at(-1) ?? 0x9e37, t));
       this.#history.set(item.seqId, hist);
       if (item.tokens.length === 1 && item.startPos > 0 && item.sample && !item.resetSampler) decodeSeqs++;
       else prefillTokens += item.tokens.length;
-      sampled.push(item.sample ? this.#next(hist, item.sampling) : null);
+      sampled.push(item.sample ? this.#next(hist, item.tokens.at(-1)!, item.sampling) : null);
     }
     const c = this.#cost;
     const computeMs = c.speed * (c.stepOverheadMs + c.prefillTokenMs * prefillTokens + c.decodeSeqMs * decodeSeqs);
@@ -136,15 +138,14 @@ export class MockRunner implements Runner {
     return Promise.resolve();
   }
 
-  /** The next token: a hash of the last three tokens and the length (greedy), plus seed and position when sampling. */
-  #next(hist: readonly number[], sampling: { temperature: number; seed: number }): number {
+  /** The next token: a hash of the whole history and its length (greedy), plus the seed when sampling. */
+  #next(hist: readonly number[], last: number, sampling: { temperature: number; seed: number }): number {
     const n = hist.length;
-    const context = [hist[n - 1] ?? BOS_ID, hist[n - 2] ?? BOS_ID, hist[n - 3] ?? BOS_ID, n];
+    const context = [hist[n - 1] ?? BOS_ID, n];
     const h = sampling.temperature > 0 ? hash(...context, sampling.seed, 0x5eed) : hash(...context);
     if (this.#eosProbability > 0 && (h % 10_000) / 10_000 < this.#eosProbability) return EOS_ID;
     // Mid-emoji: finish the character's bytes in order, so byte tokens arrive split across steps.
-    const last = hist[n - 1];
-    const emojiAt = last === undefined ? -1 : EMOJI_BYTE_TOKENS.indexOf(last);
+    const emojiAt = EMOJI_BYTE_TOKENS.indexOf(last);
     if (emojiAt >= 0 && emojiAt < EMOJI_BYTE_TOKENS.length - 1) return EMOJI_BYTE_TOKENS[emojiAt + 1]!;
     if (h % 17 === 0) return EMOJI_BYTE_TOKENS[0]!;
     return MOCK_GENERATION_POOL[(h >>> 8) % MOCK_GENERATION_POOL.length]!;
