@@ -36,7 +36,11 @@ async function eventually(cond: () => boolean, what: string, timeoutMs = 3000): 
   }
 }
 
-const CONFIGS = availableSchedulers().flatMap((s) => (s === 'fifo' ? [{ scheduler: s }] : [{ scheduler: s, prefixCache: false }, { scheduler: s, prefixCache: true }])) as { scheduler: SchedulerName; prefixCache?: boolean }[];
+type Config = { scheduler: SchedulerName; prefixCache?: boolean };
+const CONFIGS = availableSchedulers().flatMap((name): Config[] => {
+  const scheduler = name as SchedulerName;
+  return scheduler === 'fifo' ? [{ scheduler }] : [{ scheduler, prefixCache: false }, { scheduler, prefixCache: true }];
+});
 
 for (const config of CONFIGS) {
   test(`disconnects mid-stream return the engine to its idle baseline (${JSON.stringify(config)})`, async () => {
