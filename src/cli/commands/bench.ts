@@ -12,6 +12,8 @@ import { byClass, sloSensitivity, summarize } from '../../bench/report.ts';
 import { renderReport, toJson } from '../../bench/format.ts';
 import { DEFAULT_STUB, startStubServer } from '../../bench/stub-server.ts';
 import { runValidation } from '../../bench/validate.ts';
+import { measureMaxRate } from '../../bench/max-rate.ts';
+import { writeFile, mkdir } from 'node:fs/promises';
 
 const num = (v: string): number => {
   const n = Number(v);
@@ -182,6 +184,28 @@ export function registerBenchCommands(program: Command): void {
       const summary = await runValidation(f.out, f.quick);
       process.stdout.write(toJson(summary) + '\n');
       if (!summary.all_pass) process.exitCode = 1;
+    });
+
+  bench
+    .command('max-rate')
+    .description("Measure the generator's own ceiling: open-loop slip at a ladder of rates against the stub")
+    .option('--rates <list>', 'rates to try, rps', numList, [200, 500, 1000, 2000, 3000, 4000])
+    .option('--duration-s <s>', 'seconds per run', num, 10)
+    .option('--repeats <n>', 'interleaved repeats', int, 3)
+    .option('--slip-bound-ms <ms>', 'sustained means median slip p99 below this', num, 5)
+    .option('--stub-ttft-ms <ms>', 'stub service time', num, 5)
+    .option('--out <file>', 'write the result JSON here')
+    .action(async (f: { rates: number[]; durationS: number; repeats: number; slipBoundMs: number; stubTtftMs: number; out?: string }) => {
+      const res = await measureMaxRate(
+        { ratesPerS: f.rates, durationS: f.durationS, repeats: f.repeats, slipBoundMs: f.slipBoundMs, stubTtftMs: f.stubTtftMs },
+        (line) => process.stderr.write(line + '\n'),
+      );
+      const text = toJson({ command: `node bin/headroom.mjs bench max-rate ${process.argv.slice(4).join(' ')}`, ...res });
+      if (f.out !== undefined) {
+        await mkdir(path.dirname(f.out), { recursive: true });
+        await writeFile(f.out, text + '\n');
+      }
+      process.stdout.write(text + '\n');
     });
 }
 
