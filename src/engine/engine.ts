@@ -7,7 +7,7 @@
 // capacity bound and the drain gate) but no policy: what runs when is the scheduler's.
 
 import type { Request } from './request.ts';
-import type { Runner } from './runner/runner.ts';
+import type { Runner, StepResult } from './runner/runner.ts';
 import type { Scheduler, SchedulerPlan, SchedulerSnapshot } from './scheduler/scheduler.ts';
 
 export interface EngineOptions {
@@ -22,6 +22,8 @@ export type SubmitResult = { readonly ok: true } | { readonly ok: false; readonl
 export interface EngineStats {
   readonly numSteps: number;
   readonly numSubmitted: number;
+  /** Steps whose runner call threw (bugs; each failed its requests with an error). */
+  readonly numRunnerErrors: number;
   readonly refusals: Readonly<Record<'capacity' | 'draining', number>>;
   readonly draining: boolean;
   readonly scheduler: SchedulerSnapshot;
@@ -43,6 +45,7 @@ export class Engine {
   #idleWaiters: (() => void)[] = [];
   #numSteps = 0;
   #numSubmitted = 0;
+  #numRunnerErrors = 0;
   #refusals = { capacity: 0, draining: 0 };
   #observers: StepObserver[] = [];
 
@@ -116,6 +119,7 @@ export class Engine {
     return {
       numSteps: this.#numSteps,
       numSubmitted: this.#numSubmitted,
+      numRunnerErrors: this.#numRunnerErrors,
       refusals: { ...this.#refusals },
       draining: this.#draining,
       scheduler: this.scheduler.snapshot(),
@@ -131,7 +135,13 @@ export class Engine {
         await this.#sleep(plan.wakeAtMs === null ? null : Math.max(0, plan.wakeAtMs - t0));
         continue;
       }
-      const result = await this.runner.execute(plan.runner);
+      // A runner that throws has a bug; the requests in this step fail with an error instead of
+      // hanging, and the loop goes on (the scheduler ends them; it retries only `no_kv_slot`).
+      const result = await this.runner.execute(plan.runner).catch((e: unknown): StepResult => {
+        this.#numRunnerErrors++;
+        console.error('headroom: the model runner threw (a bug):', e);
+        return { ok: false, reason: 'backend_error', message: e instanceof Error ? e.message : String(e) };
+      });
       this.scheduler.update(plan, result, this.#now());
       this.#numSteps++;
       const stepMs = this.#now() - t0;

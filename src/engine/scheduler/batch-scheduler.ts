@@ -117,9 +117,14 @@ export class BatchScheduler implements Scheduler {
 
   update(plan: SchedulerPlan, result: StepResult, nowMs: number): void {
     if (!result.ok) {
-      // The accounting admitted a batch the runner refused: recover by recomputing (and count it: it must stay 0).
-      this.#numRunnerRefusals++;
-      for (const { request } of plan.scheduled) if (request.status === RequestStatus.RUNNING) this.#preempt(request);
+      const live = plan.scheduled.map((s) => s.request).filter((r) => r.status === RequestStatus.RUNNING);
+      if (result.reason === 'no_kv_slot') {
+        // The accounting admitted a batch the runner refused: recover by recomputing (and count it: it must stay 0).
+        this.#numRunnerRefusals++;
+        for (const r of live) this.#preempt(r);
+      } else {
+        for (const r of live) this.#end(r, 'error', nowMs, `the model runner failed: ${result.message}`);
+      }
       return;
     }
     plan.scheduled.forEach(({ request: req, numNewTokens }, i) => {
