@@ -54,7 +54,15 @@ export function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
 }
 
 /** Fields we accept but only with one value. */
-export function checkSupported(body: { n?: number | null | undefined; echo?: boolean | null | undefined }): void {
+export function checkSupported(body: {
+  n?: number | null | undefined;
+  echo?: boolean | null | undefined;
+  stream?: boolean | null | undefined;
+  stream_options?: unknown;
+}): void {
+  if (body.stream_options != null && body.stream !== true) {
+    throw new ApiError('invalid_value', 'stream_options is only allowed when stream is true.', { param: 'stream_options' });
+  }
   if (body.n != null && body.n !== 1) {
     throw new ApiError('unsupported_value', `Only n=1 is supported; got n=${body.n}.`, { param: 'n' });
   }

@@ -59,6 +59,7 @@ const CASES: Case[] = [
   { name: 'stream as a string', body: chat({ stream: 'yes' }), status: 400, code: 'invalid_value', param: 'stream' },
   { name: 'seed as a string', body: chat({ seed: 'abc' }), status: 400, code: 'invalid_value', param: 'seed' },
   { name: 'stream_options of the wrong type', body: chat({ stream: true, stream_options: 'usage' }), status: 400, code: 'invalid_value', param: 'stream_options' },
+  { name: 'stream_options without stream', body: chat({ stream_options: { include_usage: true } }), status: 400, code: 'invalid_value', param: 'stream_options' },
   { name: 'oversized body', body: chat({ messages: [{ role: 'user', content: 'x'.repeat(100 * 1024) }] }), status: 413, code: 'body_too_large' },
   { name: 'invalid UTF-8', body: Buffer.concat([Buffer.from('{"model":"headroom-mock","prompt":"'), Buffer.from([0xc3, 0x28, 0xff]), Buffer.from('"}')]), path: '/v1/completions', status: 400, code: 'invalid_encoding' },
   { name: 'chat prompt longer than the context', body: chat({ messages: [{ role: 'user', content: 'zq'.repeat(CONTEXT) }] }), status: 400, code: 'context_length_exceeded', param: 'messages' },
