@@ -46,6 +46,8 @@ export class BatchScheduler implements Scheduler {
   /** Running requests, in admission order. */
   #running: Request[] = [];
   #numAbortsPending = 0;
+  /** Static batching: the oldest arrival in the wait queue, or null when it must be recomputed. */
+  #oldestWaitingMs: number | null = null;
   #numPreemptions = 0;
   #numRunnerRefusals = 0;
 
@@ -73,6 +75,7 @@ export class BatchScheduler implements Scheduler {
   add(req: Request): void {
     if (req.abortRequested) this.#numAbortsPending++;
     this.#waiting.push(req);
+    if (this.#oldestWaitingMs !== null) this.#oldestWaitingMs = Math.min(this.#oldestWaitingMs, req.arrivalMs);
   }
 
   abort(req: Request): void {
@@ -164,9 +167,14 @@ export class BatchScheduler implements Scheduler {
   #staticReady(nowMs: number): true | number | null {
     if (this.#waiting.size === 0) return null;
     if (this.#waiting.size >= this.#opts.staticBatchSize) return true;
-    let oldest = Infinity;
-    for (const r of this.#waiting) oldest = Math.min(oldest, r.arrivalMs);
-    const due = oldest + this.#opts.staticWaitMs;
+    // Cost guard: the O(queue) scan for the oldest arrival runs once per change of the queue's
+    // membership by admission or preemption, not on every idle wake-up.
+    if (this.#oldestWaitingMs === null) {
+      let oldest = Infinity;
+      for (const r of this.#waiting) oldest = Math.min(oldest, r.arrivalMs);
+      this.#oldestWaitingMs = oldest;
+    }
+    const due = this.#oldestWaitingMs + this.#opts.staticWaitMs;
     return nowMs >= due ? true : due;
   }
 
@@ -202,6 +210,7 @@ export class BatchScheduler implements Scheduler {
       const r = this.#kv.admit(req, Math.min(budget.tokens, this.#opts.prefillChunkTokens));
       if (!r.ok) return; // head-of-line: EDF order is kept; the next step tries again
       this.#waiting.pop();
+      this.#oldestWaitingMs = null;
       req.status = RequestStatus.RUNNING;
       req.seqId = r.seqId;
       req.numComputedTokens = r.numCachedTokens;
@@ -234,6 +243,7 @@ export class BatchScheduler implements Scheduler {
     req.numPreemptions++;
     this.#numPreemptions++;
     this.#waiting.pushFront(req);
+    this.#oldestWaitingMs = null;
   }
 
   #end(req: Request, reason: FinishReason, nowMs: number, message?: string): void {
@@ -247,6 +257,7 @@ export class BatchScheduler implements Scheduler {
     if (this.#numAbortsPending === 0) return; // cost guard: the O(queue) scan runs only when a client left
     this.#numAbortsPending = 0;
     for (const r of this.#waiting.removeWhere((x) => x.abortRequested)) r.finish('abort', nowMs);
+    this.#oldestWaitingMs = null;
     for (const r of this.#running.filter((x) => x.abortRequested)) this.#end(r, 'abort', nowMs);
   }
 }
