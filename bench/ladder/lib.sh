@@ -1,0 +1,55 @@
+# Shared by bench/ladder/*.sh and bench/peer/*.sh (source it; not executable on its own).
+# Starts one server process, waits until it answers, stops it. Every run gets a fresh process
+# (DESIGN.md "Measurement": server restarted per run), so no run inherits another's KV or caches.
+
+# Common workload for every run of the ladder and the peer comparison. Changing one of these
+# changes every result; each run's meta.json records what was actually used.
+: "${MODEL:=models/small-q8_0.gguf}"   # the GGUF both systems serve
+: "${THREADS:=2}"                      # model threads (the machine has 2 cores)
+: "${CTX:=8192}"                       # KV cells in the one unified pool
+: "${PARALLEL:=16}"                    # sequence ids / slots
+: "${MAX_OUTPUT:=512}"                 # server-wide output cap (the chat workload clips max_tokens to 512)
+: "${SLO_MS:=4000}"                    # E2E SLO for goodput
+: "${TIMEOUT_S:=20}"                   # client timeout, 5x the SLO: slow requests are censored, not lost
+: "${WARMUP_S:=5}"                     # arrivals in the first WARMUP_S seconds are flagged, not counted
+: "${SEED:=7}"
+: "${TOKENS_PER_WORD:=1}"              # measured: see docs/benchmarks.md
+: "${READY_TIMEOUT_S:=120}"
+
+# wait_ready URL PATH PID: poll until URL/PATH answers 200; fail if the process died or it took too long.
+wait_ready() {
+  local url=$1 path=$2 pid=$3 t0=$SECONDS
+  until curl -sf -o /dev/null "$url$path"; do
+    if ! kill -0 "$pid" 2>/dev/null; then echo "server $pid exited before it was ready" >&2; return 1; fi
+    if (( SECONDS - t0 > READY_TIMEOUT_S )); then echo "server $pid not ready after ${READY_TIMEOUT_S}s" >&2; return 1; fi
+    sleep 0.5
+  done
+}
+
+# stop_server PID: SIGTERM, then SIGKILL after 15 s (a drain that never ends must not stall the sweep).
+stop_server() {
+  local pid=$1 i
+  kill -TERM "$pid" 2>/dev/null || return 0
+  for i in $(seq 1 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+  kill -KILL "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
+
+# start_headroom PORT LOG FLAGS...: Headroom engine mode on MODEL; prints the pid.
+start_headroom() {
+  local port=$1 log=$2; shift 2
+  node bin/headroom.mjs serve --host 127.0.0.1 --port "$port" --model "$MODEL" --threads "$THREADS" \
+    --ctx "$CTX" --parallel "$PARALLEL" --max-output-tokens "$MAX_OUTPUT" "$@" >"$log" 2>&1 &
+  echo $!
+}
+
+# bench_open URL OUT RATE: one open-loop Poisson run of the chat workload into OUT
+# (records.parquet, schedule.parquet, meta.json, summary.json). A failed run is reported, not fatal.
+bench_open() {
+  local url=$1 out=$2 rate=$3
+  mkdir -p "$out"
+  # --model is left out: the harness sends the first name GET /v1/models gives (both servers have it).
+  node bin/headroom.mjs bench run --url "$url" --workload chat --loop open --arrival poisson \
+    --rate "$rate" --duration-s "$DURATION_S" --warmup-s "$WARMUP_S" --timeout-s "$TIMEOUT_S" --seed "$SEED" \
+    --tokens-per-word "$TOKENS_PER_WORD" --slo "$SLO_MS" --out "$out" --no-progress --json >"$out/summary.json" || echo "bench run failed: $out" >&2
+}

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Headroom rung 4 against llama.cpp's own llama-server: the same GGUF (MODEL), the same thread
+# count (THREADS), the same unified KV pool (CTX cells, PARALLEL sequences/slots), the same
+# open-loop shared-prefix chat workload (Poisson, seeded, warm-up flagged, client timeout 5x the
+# SLO). Rate-major, the two configurations' order alternates per rate, a fresh server per run.
+# Results: results/peer/rate-<r>/{headroom-r4,llama-server}/ and report.txt beside them.
+#
+#   LLAMA_SERVER=/path/to/llama-server bash bench/peer/compare.sh [rates...]   (DURATION_S=40)
+#
+# llama-server is built outside the repo (bench/peer/README.md). Its settings beyond the matched
+# ones are its defaults (-b 2048 -ub 512, cache_prompt on, --cache-ram 8192 MiB host prompt cache,
+# --cache-idle-slots, slot prompt similarity 0.1, --cache-reuse 0); the README lists them.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+source bench/ladder/lib.sh
+: "${LLAMA_SERVER:?set LLAMA_SERVER to the llama-server binary (see bench/peer/README.md)}"
+read -r -a rates <<<"${*:-0.5 1 2 3}"
+: "${DURATION_S:=40}"
+port=8321
+out=${OUT:-results/peer}
+configs=(headroom-r4 llama-server)
+
+start_llama() {
+  local log=$1
+  "$LLAMA_SERVER" -m "$MODEL" --host 127.0.0.1 --port "$port" -t "$THREADS" -tb "$THREADS" \
+    -c "$CTX" -np "$PARALLEL" --kv-unified --cont-batching --no-webui >"$log" 2>&1 &
+  echo $!
+}
+
+i=0
+for rate in "${rates[@]}"; do
+  for k in 0 1; do
+    cfg=${configs[$(( (k + i) % 2 ))]}
+    dir=$out/rate-$rate/$cfg
+    mkdir -p "$dir"
+    echo "before $(cut -d' ' -f1-3 /proc/loadavg)" >"$dir/loadavg.txt"
+    if [[ $cfg == headroom-r4 ]]; then
+      pid=$(start_headroom $port "$dir/server.log" --scheduler continuous --kv paged --prefix-cache on)
+      ready=/ready
+    else
+      pid=$(start_llama "$dir/server.log")
+      ready=/health
+    fi
+    if wait_ready "http://127.0.0.1:$port" "$ready" "$pid"; then
+      bench_open "http://127.0.0.1:$port" "$dir" "$rate"
+    fi
+    stop_server "$pid"
+    echo "after $(cut -d' ' -f1-3 /proc/loadavg)" >>"$dir/loadavg.txt"
+    echo "rate $rate $cfg done ($(tr '\n' ' ' <"$dir/loadavg.txt"))"
+  done
+  i=$((i + 1))
+done
+node bin/headroom.mjs bench report "$out"/rate-*/* --slo "$SLO_MS" >"$out/report.txt" || true
