@@ -18,7 +18,7 @@ import type {
 } from '../runner.ts';
 import { loadLlamaAddon, llamaBinsDir } from './addon.ts';
 import type { AddonContext, AddonDecodeResult } from './addon.ts';
-import { ByteDetokenizer } from './detokenizer.ts';
+import { ByteDetokenizer } from '../byte-detokenizer.ts';
 
 export interface LlamaRunnerOptions {
   /** Path of a GGUF model. */

@@ -9,7 +9,7 @@
 // tokens" and cache on/off equivalence tests rely on that. It keeps a simulated
 // unified KV pool (MockKv) and refuses a step that does not fit, as llama.cpp does.
 
-import { Utf8Accumulator } from '../utf8-accumulator.ts';
+import { ByteDetokenizer } from '../byte-detokenizer.ts';
 import type { ChatMessage, IncrementalDetokenizer, Runner, RunnerInfo, RunnerPlan, StepResult } from '../runner.ts';
 import { MockKv } from './mock-kv.ts';
 import { BOS_ID, EMOJI_BYTE_TOKENS, EOS_ID, MOCK_GENERATION_POOL, MOCK_VOCAB_SIZE, encode, tokenBytes } from './mock-tokenizer.ts';
@@ -89,8 +89,7 @@ export class MockRunner implements Runner {
   }
 
   detokenizer(): IncrementalDetokenizer {
-    const acc = new Utf8Accumulator();
-    return { push: (token) => acc.push(tokenBytes(token)), flush: () => acc.flush() };
+    return new ByteDetokenizer(tokenBytes);
   }
 
   applyChatTemplate(messages: readonly ChatMessage[]): string {
