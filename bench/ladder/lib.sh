@@ -13,7 +13,7 @@
 : "${TIMEOUT_S:=20}"                   # client timeout, 5x the SLO: slow requests are censored, not lost
 : "${WARMUP_S:=5}"                     # arrivals in the first WARMUP_S seconds are flagged, not counted
 : "${SEED:=7}"
-: "${TOKENS_PER_WORD:=1}"              # measured: see docs/benchmarks.md
+: "${TOKENS_PER_WORD:=1.15}"           # small model: usage.prompt_tokens / estimate, measured (docs/benchmarks.md)
 : "${READY_TIMEOUT_S:=120}"
 
 # wait_ready URL PATH PID: poll until URL/PATH answers 200; fail if the process died or it took too long.

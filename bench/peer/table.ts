@@ -39,6 +39,8 @@ interface Report {
 interface Failures {
   /** Steady rows by outcome other than ok, plus HTTP statuses and the context-exceeded count. */
   readonly byKind: Record<string, number>;
+  /** The longest gap between two streamed chunks of any steady request (ms): the worst stall. */
+  readonly maxItlMs: number;
 }
 
 interface Row {
@@ -63,9 +65,11 @@ async function failuresOf(dir: string): Promise<Failures> {
     FROM read_parquet('${file}') WHERE phase = 'steady' AND outcome <> 'ok' GROUP BY 1 ORDER BY 1`);
   const byKind: Record<string, number> = {};
   for (const [kind, n] of reader.getRows()) byKind[String(kind)] = Number(n);
+  const itl = await conn.runAndReadAll(`SELECT max(list_max(itl_ms)) FROM read_parquet('${file}') WHERE phase = 'steady'`);
+  const maxItlMs = Number(itl.getRows()[0]?.[0] ?? NaN);
   conn.closeSync();
   db.closeSync();
-  return { byKind };
+  return { byKind, maxItlMs };
 }
 
 function loadOf(dir: string): string {
@@ -91,11 +95,11 @@ if (values.json) {
   console.log(JSON.stringify(rows, null, 2));
 } else {
   console.log(`SLO ${sloMs} ms (E2E). Steady-window rows only. ITL/E2E/TTFT in ms; a censored (timed-out) row counts as +∞ in quantiles.\n`);
-  console.log('| rate (rps) | config | offered | throughput | **goodput** | SLO att. | p99 E2E | p99 ITL | TTFT p50 | TTFT p99 | failures (steady) | load 1m | gen. valid |');
-  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+  console.log('| rate (rps) | config | offered | throughput | **goodput** | SLO att. | p99 E2E | p99 ITL | max ITL | TTFT p50 | TTFT p99 | failures (steady) | load 1m | gen. valid |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) {
     const f = Object.entries(r.failures.byKind).map(([k, n]) => `${k} ${n}`).join(', ') || '0';
     const m = r.report;
-    console.log(`| ${r.rate} | ${r.config} | ${fmt(m.offered_rate, 2)} | ${fmt(m.request_throughput, 2)} | **${fmt(m.request_goodput, 2)}** | ${fmt(m.slo_attainment * 100, 0)}% | ${fmtMs(m.p99_e2el_ms)} | ${fmtMs(m.p99_itl_ms)} | ${fmtMs(m.median_ttft_ms)} | ${fmtMs(m.p99_ttft_ms)} | ${f} | ${r.load} | ${m.generator_validation.valid ? 'yes' : `no (slip p99 ${fmt(m.generator_validation.slip_p99_ms, 1)} ms)`} |`);
+    console.log(`| ${r.rate} | ${r.config} | ${fmt(m.offered_rate, 2)} | ${fmt(m.request_throughput, 2)} | **${fmt(m.request_goodput, 2)}** | ${fmt(m.slo_attainment * 100, 0)}% | ${fmtMs(m.p99_e2el_ms)} | ${fmtMs(m.p99_itl_ms)} | ${fmtMs(r.failures.maxItlMs)} | ${fmtMs(m.median_ttft_ms)} | ${fmtMs(m.p99_ttft_ms)} | ${f} | ${r.load} | ${m.generator_validation.valid ? 'yes' : `no (slip p99 ${fmt(m.generator_validation.slip_p99_ms, 1)} ms)`} |`);
   }
 }
