@@ -81,7 +81,12 @@ function loadOf(dir: string): string {
 }
 
 const fmt = (x: number | string, digits = 0): string => (typeof x === 'number' && Number.isFinite(x) ? x.toFixed(digits) : String(x));
-const fmtMs = (x: number | string): string => (typeof x === 'number' && Number.isFinite(x) ? (x >= 10_000 ? `${(x / 1000).toFixed(1)} s` : `${x.toFixed(0)}`) : String(x));
+/** ms as text; the report writes a censored quantile (above the client timeout) as Infinity. */
+const fmtMs = (x: number | string): string => {
+  if (x === Infinity || x === 'Infinity') return '>timeout';
+  if (typeof x !== 'number' || !Number.isFinite(x)) return String(x);
+  return x >= 10_000 ? `${(x / 1000).toFixed(1)} s` : x.toFixed(0);
+};
 
 const rows: Row[] = [];
 for (const dir of positionals) {
