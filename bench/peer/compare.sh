@@ -20,11 +20,16 @@ port=8321
 out=${OUT:-results/peer}
 configs=(headroom-r4 llama-server)
 
+# llama-server listens on port+1; bench/peer/chat-proxy.ts on port adds a logit_bias banning the
+# byte-fallback tokens (llama-server fails any completion whose text is malformed UTF-8, which a
+# random-weight model produces; see the proxy's header). Prints both pids.
 start_llama() {
   local log=$1
-  "$LLAMA_SERVER" -m "$MODEL" --host 127.0.0.1 --port "$port" -t "$THREADS" -tb "$THREADS" \
+  "$LLAMA_SERVER" -m "$MODEL" --host 127.0.0.1 --port $((port + 1)) -t "$THREADS" -tb "$THREADS" \
     -c "$CTX" -np "$PARALLEL" --kv-unified --cont-batching --no-webui >"$log" 2>&1 &
-  echo $!
+  local server=$!
+  node --import tsx bench/peer/chat-proxy.ts --port "$port" --upstream "http://127.0.0.1:$((port + 1))" >"${log%.log}-proxy.log" 2>&1 &
+  echo "$server $!"
 }
 
 i=0
@@ -38,13 +43,14 @@ for rate in "${rates[@]}"; do
       pid=$(start_headroom $port "$dir/server.log" --scheduler continuous --kv paged --prefix-cache on)
       ready=/ready
     else
-      pid=$(start_llama "$dir/server.log")
+      read -r pid proxy < <(start_llama "$dir/server.log")
       ready=/health
     fi
     if wait_ready "http://127.0.0.1:$port" "$ready" "$pid"; then
       bench_open "http://127.0.0.1:$port" "$dir" "$rate"
     fi
     stop_server "$pid"
+    [[ -n ${proxy:-} ]] && stop_server "$proxy" && proxy=
     echo "after $(cut -d' ' -f1-3 /proc/loadavg)" >>"$dir/loadavg.txt"
     echo "rate $rate $cfg done ($(tr '\n' ' ' <"$dir/loadavg.txt"))"
   done
