@@ -7,6 +7,10 @@
 #
 #   LLAMA_SERVER=/path/to/llama-server bash bench/peer/compare.sh [rates...]   (DURATION_S=40)
 #
+# CONFIGS picks and orders the configurations (default "headroom-r4 llama-server"); also known:
+# headroom-r4-df, rung 4 with --priority decode-first (decodes take the step budget before any
+# prompt chunk, so a stream never waits for more than one step).
+#
 # llama-server is built outside the repo (bench/peer/README.md). Its settings beyond the matched
 # ones are its defaults (-b 2048 -ub 512, cache_prompt on, --cache-ram 8192 MiB host prompt cache,
 # --cache-idle-slots, slot prompt similarity 0.1, --cache-reuse 0); the README lists them.
@@ -18,7 +22,8 @@ read -r -a rates <<<"${*:-0.5 1 2 3}"
 : "${DURATION_S:=40}"
 port=8321
 out=${OUT:-results/peer}
-configs=(headroom-r4 llama-server)
+read -r -a configs <<<"${CONFIGS:-headroom-r4 llama-server}"
+n=${#configs[@]}
 
 # llama-server listens on port+1; bench/peer/chat-proxy.ts on port adds a logit_bias banning the
 # byte-fallback tokens (llama-server fails any completion whose text is malformed UTF-8, which a
@@ -34,13 +39,16 @@ start_llama() {
 
 i=0
 for rate in "${rates[@]}"; do
-  for k in 0 1; do
-    cfg=${configs[$(( (k + i) % 2 ))]}
+  for (( k = 0; k < n; k++ )); do
+    cfg=${configs[$(( (k + i) % n ))]}
     dir=$out/rate-$rate/$cfg
     mkdir -p "$dir"
     echo "before $(cut -d' ' -f1-3 /proc/loadavg)" >"$dir/loadavg.txt"
     if [[ $cfg == headroom-r4 ]]; then
       pid=$(start_headroom $port "$dir/server.log" --scheduler continuous --kv paged --prefix-cache on)
+      ready=/ready
+    elif [[ $cfg == headroom-r4-df ]]; then
+      pid=$(start_headroom $port "$dir/server.log" --scheduler continuous --kv paged --prefix-cache on --priority decode-first)
       ready=/ready
     else
       read -r pid proxy < <(start_llama "$dir/server.log")
