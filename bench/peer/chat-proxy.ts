@@ -48,7 +48,7 @@ async function forward(req: IncomingMessage, res: ServerResponse): Promise<void>
     const up = await request(new URL(path, upstream), {
       method: req.method as 'GET' | 'POST',
       headers: { 'content-type': 'application/json' },
-      body,
+      ...(body === undefined ? {} : { body }),
       dispatcher: agent,
       signal: ac.signal,
     });
