@@ -10,7 +10,11 @@
 //      chunk), under the per-step token budget and the free blocks — when blocks run out the
 //      running request with the latest deadline is preempted (recompute) to the front of the queue;
 //   3. waiting requests are admitted in EDF order while the budget, sequence ids and blocks last.
-// `prefill-first` runs step 3 before step 2's decodes take budget; `decode-first` the reverse.
+// Prompt tokens in one step are capped by `prefillChunkTokens` (all requests together), which is
+// what bounds a step's time and so the inter-token latency of everyone decoding.
+// `decode-first` (default) gives every decoding request its token before any prompt chunk;
+// `prefill-first` gives prompt chunks and admissions the budget first — measured to stall every
+// stream for seconds while prompts queue (docs/benchmarks.md, results/peer/rate-0.6/headroom-r4).
 
 import type { Request } from '../request.ts';
 import { RequestStatus } from '../request.ts';
@@ -28,7 +32,7 @@ export interface BatchSchedulerOptions {
   readonly maxBatchTokens: number;
   /** Most requests running at once (≤ sequence ids). */
   readonly maxRunning: number;
-  /** Most prompt tokens one request may take in one step (≤ maxBatchTokens). */
+  /** Most prompt tokens in one step, all requests together (≤ maxBatchTokens). */
   readonly prefillChunkTokens: number;
   readonly priority: 'prefill-first' | 'decode-first';
   /** static: start a batch once this many are waiting ... */
@@ -36,6 +40,12 @@ export interface BatchSchedulerOptions {
   /** ... or once the oldest waiting request has waited this long, ms. */
   readonly staticWaitMs: number;
   readonly kv: KvManagerOptions;
+}
+
+/** What is left of one step's budget while it is being planned. */
+interface Budget {
+  tokens: number;
+  prefillTokens: number;
 }
 
 export class BatchScheduler implements Scheduler {
@@ -85,7 +95,7 @@ export class BatchScheduler implements Scheduler {
 
   schedule(nowMs: number): SchedulerPlan {
     this.#dropAborted(nowMs);
-    const budget = { tokens: this.#opts.maxBatchTokens };
+    const budget: Budget = { tokens: this.#opts.maxBatchTokens, prefillTokens: this.#opts.prefillChunkTokens };
     const scheduled: ScheduledItem[] = [];
     let wakeAtMs: number | null = null;
     if (this.#opts.policy === 'static') {
@@ -101,7 +111,8 @@ export class BatchScheduler implements Scheduler {
       this.#admit(budget, scheduled, this.#opts.maxRunning, nowMs);
       this.#continueRunning(budget, scheduled, 'decode');
     } else {
-      this.#continueRunning(budget, scheduled);
+      this.#continueRunning(budget, scheduled, 'decode');
+      this.#continueRunning(budget, scheduled, 'prefill');
       this.#admit(budget, scheduled, this.#opts.maxRunning, nowMs);
     }
     const kvOps = this.#kv.takeKvOps();
@@ -179,7 +190,7 @@ export class BatchScheduler implements Scheduler {
   }
 
   /** Give running requests their next tokens, earliest deadline first; preempt the latest deadline when blocks run out. */
-  #continueRunning(budget: { tokens: number }, scheduled: ScheduledItem[], only?: 'prefill' | 'decode'): void {
+  #continueRunning(budget: Budget, scheduled: ScheduledItem[], only?: 'prefill' | 'decode'): void {
     const taken = new Set(scheduled.map((s) => s.request));
     const order = [...this.#running].sort((a, b) => a.deadlineMs - b.deadlineMs);
     for (const req of order) {
@@ -189,7 +200,8 @@ export class BatchScheduler implements Scheduler {
       const isDecode = remaining === 1 && req.numComputedTokens >= req.numPromptTokens;
       if (only === 'prefill' && isDecode) continue;
       if (only === 'decode' && !isDecode) continue;
-      const n = Math.min(remaining, budget.tokens, isDecode ? 1 : this.#opts.prefillChunkTokens);
+      const n = isDecode ? 1 : Math.min(remaining, budget.tokens, budget.prefillTokens);
+      if (n === 0) continue;
       while (!this.#kv.grow(req, n)) {
         const victim = this.#latestDeadline(taken);
         if (victim === undefined) return;
@@ -200,14 +212,15 @@ export class BatchScheduler implements Scheduler {
       scheduled.push({ request: req, numNewTokens: n });
       taken.add(req);
       budget.tokens -= n;
+      if (!isDecode) budget.prefillTokens -= n;
     }
   }
 
-  #admit(budget: { tokens: number }, scheduled: ScheduledItem[], maxRunning: number, nowMs: number, wholeBatch = false): void {
-    while ((budget.tokens > 0 || wholeBatch) && this.#running.length < maxRunning) {
+  #admit(budget: Budget, scheduled: ScheduledItem[], maxRunning: number, nowMs: number, wholeBatch = false): void {
+    while ((Math.min(budget.tokens, budget.prefillTokens) > 0 || wholeBatch) && this.#running.length < maxRunning) {
       const req = this.#waiting.peek();
       if (req === undefined) return;
-      const r = this.#kv.admit(req, Math.min(budget.tokens, this.#opts.prefillChunkTokens));
+      const r = this.#kv.admit(req, Math.min(budget.tokens, budget.prefillTokens));
       if (!r.ok) return; // head-of-line: EDF order is kept; the next step tries again
       this.#waiting.pop();
       this.#oldestWaitingMs = null;
@@ -220,6 +233,7 @@ export class BatchScheduler implements Scheduler {
       this.#running.push(req);
       if (r.numNewTokens > 0) scheduled.push({ request: req, numNewTokens: r.numNewTokens });
       budget.tokens -= r.numNewTokens;
+      budget.prefillTokens -= r.numNewTokens;
     }
   }
 

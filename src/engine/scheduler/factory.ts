@@ -5,6 +5,13 @@ import { BatchScheduler } from './batch-scheduler.ts';
 import { FifoScheduler } from './fifo.ts';
 import type { Scheduler } from './scheduler.ts';
 
+/**
+ * Prompt tokens per step by default. On this class of machine (2 cores) a 512-token step of the
+ * small model takes ~0.7 s and, with prefill-first, stalled every stream for seconds
+ * (docs/benchmarks.md); 256 keeps a step near 0.35 s there. Calibrate per model: --prefill-chunk.
+ */
+export const DEFAULT_PREFILL_CHUNK_TOKENS = 256;
+
 export type SchedulerName = 'fifo' | 'static' | 'continuous';
 
 export interface SchedulerConfig {
@@ -16,7 +23,7 @@ export interface SchedulerConfig {
   readonly blockSize?: number;
   /** Most requests running at once (default: every sequence id). */
   readonly maxRunning?: number;
-  /** Most prompt tokens one request takes per step (default: the whole step budget). */
+  /** Most prompt tokens per step, all requests together (default 256, at most the step budget). */
   readonly prefillChunkTokens?: number;
   readonly priority?: 'prefill-first' | 'decode-first';
   readonly staticBatchSize?: number;
@@ -33,8 +40,8 @@ export function createScheduler(config: SchedulerConfig, runner: RunnerInfo): Sc
     policy: config.scheduler,
     maxBatchTokens: runner.maxBatchTokens,
     maxRunning: config.maxRunning ?? runner.maxSequences,
-    prefillChunkTokens: Math.min(config.prefillChunkTokens ?? runner.maxBatchTokens, runner.maxBatchTokens),
-    priority: config.priority ?? 'prefill-first',
+    prefillChunkTokens: Math.min(config.prefillChunkTokens ?? DEFAULT_PREFILL_CHUNK_TOKENS, runner.maxBatchTokens),
+    priority: config.priority ?? 'decode-first',
     staticBatchSize: config.staticBatchSize ?? Math.min(8, runner.maxSequences),
     staticWaitMs: config.staticWaitMs ?? 50,
     kv: {

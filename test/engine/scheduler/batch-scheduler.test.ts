@@ -177,7 +177,7 @@ test('a burst of requests with one system prompt: duplicated prefix cells stay a
   // system prompt alive. If the accounting forgot them, the next big request would be admitted
   // into cells that are not free, and the runner (the mock's exact cell model) would refuse it.
   const runner = new MockRunner({ cost: { speed: 0 }, contextTokens: 640, maxSequences: 8, maxBatchTokens: 1024 });
-  const sched = createScheduler({ scheduler: 'continuous', maxOutputTokens: 16 }, runner.info) as BatchScheduler;
+  const sched = createScheduler({ scheduler: 'continuous', maxOutputTokens: 16, prefillChunkTokens: 1024 }, runner.info) as BatchScheduler;
   const sys = Array.from({ length: 160 }, (_, i) => 300 + (i % 50));
   const tail = (k: number): number[] => Array.from({ length: 32 }, (_, i) => 260 + ((i * 7 + k * 13) % 30));
   const out: Outcome[] = [];
@@ -220,4 +220,27 @@ test('mock model: prefix cache on/off, paged/contiguous, fifo and static give id
   }
   assert.equal(new Set(results[0]!.slice(0, jobs.length)).size, jobs.length, 'every job has its own text');
   results.slice(1).forEach((r, i) => assert.deepEqual(r, results[0], `${JSON.stringify(configs[i + 1])} changed the text`));
+});
+
+test('decode-first: every decoding request gets its token in every step, and prompt tokens per step stay under the prefill budget', async () => {
+  // Prefill budget = step budget, as in the measured stall: only the order protects decodes.
+  const runner = new MockRunner({ cost: { speed: 0 }, maxBatchTokens: 64 });
+  const s = createScheduler({ scheduler: 'continuous', prefillChunkTokens: 64, maxOutputTokens: 64, prefixCache: false }, runner.info);
+  const out: Outcome[] = [];
+  for (let i = 0; i < 4; i++) s.add(req(runner, `early-${i}`, `early ${i}`, 60, 0, out));
+  let stalls = 0;
+  let promptSteps = 0;
+  for (let step = 0; s.numUnfinished > 0 && step < 2000; step++) {
+    if (step === 3) for (let i = 0; i < 6; i++) s.add(req(runner, `long-${i}`, longPrompt(`long ${i}`, 150), 4, 3, out));
+    const decoding = out.filter((o) => o.reason === null && o.request.numComputedTokens > 0 && o.request.numComputedTokens === o.request.numTokens - 1).map((o) => o.request.id);
+    const plan = s.schedule(step);
+    const ids = new Set(plan.scheduled.map((x) => x.request.id));
+    stalls += decoding.filter((id) => !ids.has(id)).length;
+    const prompt = plan.scheduled.filter((x) => x.numNewTokens > 1).reduce((a, x) => a + x.numNewTokens, 0);
+    assert.ok(prompt <= 64, `step ${step} carried ${prompt} prompt tokens`);
+    if (prompt > 0) promptSteps++;
+    s.update(plan, await runner.execute(plan.runner), step);
+  }
+  assert.ok(promptSteps > 10, 'the long prompts were chunked over many steps');
+  assert.equal(stalls, 0, 'a decoding request was left out of a step');
 });
