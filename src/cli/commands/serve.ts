@@ -28,6 +28,7 @@ interface ServeFlags {
   priority: 'prefill-first' | 'decode-first';
   staticBatch: string;
   staticWaitMs: string;
+  cacheMaxFraction: string;
   otelEndpoint?: string;
   metrics: boolean;
 }
@@ -54,6 +55,7 @@ export function registerServeCommand(program: Command): void {
     .addOption(new Option('--kv <mode>', 'KV accounting').choices(['paged', 'contiguous']).default('paged'))
     .addOption(new Option('--prefix-cache <on|off>', 'radix prefix cache (paged KV only)').choices(['on', 'off']).default('on'))
     .option('--block-size <tokens>', 'KV block size', '16')
+    .option('--cache-max-fraction <f>', 'most of the KV pool idle cached prefixes may keep, (0, 1]', '1')
     .option('--prefill-chunk <tokens>', 'most prompt tokens per step, all requests together (bounds step time and so ITL)', '256')
     .addOption(new Option('--priority <p>', 'who gets the step budget first').choices(['prefill-first', 'decode-first']).default('decode-first'))
     .option('--static-batch <n>', 'static scheduler: batch size', '8')
@@ -86,6 +88,7 @@ export function registerServeCommand(program: Command): void {
           priority: f.priority,
           staticBatchSize: int('static-batch', f.staticBatch),
           staticWaitMs: int('static-wait-ms', f.staticWaitMs),
+          cacheMaxFraction: Number(f.cacheMaxFraction),
         },
         maxQueuedRequests: int('max-queued', f.maxQueued),
         obs: { metrics: f.metrics, ...(f.otelEndpoint === undefined ? {} : { otelEndpoint: f.otelEndpoint }) },

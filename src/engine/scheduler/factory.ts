@@ -30,6 +30,8 @@ export interface SchedulerConfig {
   readonly staticWaitMs?: number;
   /** The server-wide output cap (the contiguous allocator reserves it per request). */
   readonly maxOutputTokens?: number;
+  /** Most of the pool unreferenced cached prefixes may keep (0..1], default 1. */
+  readonly cacheMaxFraction?: number;
 }
 
 export function createScheduler(config: SchedulerConfig, runner: RunnerInfo): Scheduler {
@@ -51,6 +53,7 @@ export function createScheduler(config: SchedulerConfig, runner: RunnerInfo): Sc
       blockSize: config.blockSize ?? 16,
       maxSequences: runner.maxSequences,
       maxOutputTokens: config.maxOutputTokens ?? 1024,
+      ...(config.cacheMaxFraction === undefined ? {} : { cacheMaxFraction: config.cacheMaxFraction }),
     },
   });
 }

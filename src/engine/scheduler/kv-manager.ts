@@ -39,6 +39,12 @@ export interface KvManagerOptions {
   readonly maxSequences: number;
   /** Server-wide output cap: the contiguous allocator reserves it for every request. */
   readonly maxOutputTokens: number;
+  /**
+   * Most of the pool (0..1] that unreferenced cached prefixes may keep once their requests are gone.
+   * llama.cpp attends over the whole used range of a unified pool, so what the cache retains makes
+   * every step slower (bench/native/pool-occupancy.ts); 1 keeps everything until space is needed.
+   */
+  readonly cacheMaxFraction?: number;
 }
 
 interface SeqState {
@@ -69,6 +75,7 @@ export class KvManager {
   constructor(opts: KvManagerOptions) {
     if (opts.mode === 'contiguous' && opts.prefixCache) throw new Error('KvManager: the prefix cache needs paged KV (expected prefixCache=false with contiguous)');
     if (opts.mode === 'contiguous' && !(opts.maxOutputTokens < opts.numCells)) throw new Error(`KvManager: expected the output cap below the pool size, got ${opts.maxOutputTokens} ≥ ${opts.numCells} cells`);
+    if (opts.cacheMaxFraction !== undefined && !(opts.cacheMaxFraction > 0 && opts.cacheMaxFraction <= 1)) throw new Error(`KvManager: expected cacheMaxFraction in (0, 1], got ${opts.cacheMaxFraction}`);
     if (!(opts.numCells >= opts.blockSize)) throw new Error(`KvManager: expected numCells ≥ blockSize, got ${opts.numCells} < ${opts.blockSize}`);
     this.#opts = opts;
     this.#seqIds = new SeqIdPool({ maxSequences: opts.maxSequences });
@@ -189,7 +196,8 @@ export class KvManager {
     this.#paged!.free(table);
     if (radix !== null && radix.ownsNodes(st.seqId)) {
       if (shadow.length > 0) this.#shadows.set(st.seqId, shadow);
-      return; // the cache holds the id now and gives it back on eviction
+      this.#trimCache();
+      return; // the cache holds the id now (until eviction gives it back)
     }
     for (const b of shadow) this.#pool!.decRef(b);
     if (st.numCachedTokens > 0) this.#kvOps.push({ kind: 'remove', seqId: st.seqId, p0: 0, p1: -1 });
@@ -240,6 +248,14 @@ export class KvManager {
     const st = this.#states.get(req);
     if (st === undefined) throw new Error(`bug: request ${req.id} holds no KV state`);
     return st;
+  }
+
+  /** Evict unreferenced cache beyond `cacheMaxFraction` of the pool. */
+  #trimCache(): void {
+    const fraction = this.#opts.cacheMaxFraction ?? 1;
+    if (fraction >= 1 || this.#radix === null) return;
+    const excess = this.#radix.numEvictableBlocks - Math.floor(fraction * this.#pool!.numBlocks);
+    if (excess > 0) this.#absorb(this.#radix.evict(excess));
   }
 
   #evict(numBlocks: number): void {

@@ -244,3 +244,20 @@ test('decode-first: every decoding request gets its token in every step, and pro
   assert.ok(promptSteps > 10, 'the long prompts were chunked over many steps');
   assert.equal(stalls, 0, 'a decoding request was left out of a step');
 });
+
+test('cacheMaxFraction trims idle cached prefixes down to the cap; 1 keeps them', async () => {
+  const run = async (cacheMaxFraction: number) => {
+    const runner = new MockRunner({ cost: { speed: 0 }, contextTokens: 4096, maxSequences: 16 });
+    const engine = makeEngine(runner, { scheduler: 'continuous', cacheMaxFraction });
+    await runJobs(engine, Array.from({ length: 8 }, (_, i) => ({ prompt: longPrompt(`distinct ${i}`, 60), maxTokens: 4 })));
+    const kv = engine.stats().scheduler.kv;
+    engine.scheduler.checkInvariants();
+    await engine.stop();
+    return { used: kv.numBlocks - kv.numFreeBlocks, numBlocks: kv.numBlocks, cells: runner.numUsedCells };
+  };
+  const keep = await run(1);
+  const capped = await run(0.1);
+  assert.ok(keep.used > 0.1 * keep.numBlocks, `the uncapped cache keeps ${keep.used} blocks`);
+  assert.ok(capped.used <= Math.floor(0.1 * capped.numBlocks), `the capped cache keeps ${capped.used} of ${capped.numBlocks} blocks`);
+  assert.ok(capped.cells < keep.cells, 'llama-side cells are released too');
+});
