@@ -4,12 +4,11 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { startTestServer } from '../helpers/headroom.ts';
 import { streamCompletion } from '../helpers/sse.ts';
-import type { SchedulerName } from '../../src/engine/scheduler/factory.ts';
-import { availableSchedulers } from '../helpers/schedulers.ts';
+import { SCHEDULERS } from '../helpers/schedulers.ts';
 
-for (const scheduler of availableSchedulers()) {
+for (const scheduler of SCHEDULERS) {
   test(`20 concurrent streams carry only their own tokens (${scheduler})`, async () => {
-    const server = await startTestServer({ scheduler: { scheduler: scheduler as SchedulerName }, mock: { cost: { speed: 0.2 } } });
+    const server = await startTestServer({ scheduler: { scheduler: scheduler }, mock: { cost: { speed: 0.2 } } });
     try {
       const bodies = Array.from({ length: 20 }, (_, i) => ({
         model: 'headroom-mock',

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import http from 'node:http';
 import { startTestServer, waitForIdle } from '../helpers/headroom.ts';
 import type { SchedulerName } from '../../src/engine/scheduler/factory.ts';
-import { availableSchedulers } from '../helpers/schedulers.ts';
+import { SCHEDULERS } from '../helpers/schedulers.ts';
 import type { MockRunner } from '../../src/engine/runner/mock/mock-runner.ts';
 
 /** Open a stream, read `frames` SSE frames, then destroy the socket. Resolves when the socket is gone. */
@@ -37,8 +37,8 @@ async function eventually(cond: () => boolean, what: string, timeoutMs = 3000): 
 }
 
 type Config = { scheduler: SchedulerName; prefixCache?: boolean };
-const CONFIGS = availableSchedulers().flatMap((name): Config[] => {
-  const scheduler = name as SchedulerName;
+const CONFIGS = SCHEDULERS.flatMap((name): Config[] => {
+  const scheduler = name;
   return scheduler === 'fifo' ? [{ scheduler }] : [{ scheduler, prefixCache: false }, { scheduler, prefixCache: true }];
 });
 

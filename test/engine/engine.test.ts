@@ -12,7 +12,7 @@ import { startTestServer } from '../helpers/headroom.ts';
 
 test('an idle engine sleeps (no schedule calls) and wakes at once on arrival', async () => {
   const runner = new MockRunner({ cost: { speed: 0 } });
-  const scheduler = new FifoScheduler({ maxBatchTokens: 512, maxSequences: 1 });
+  const scheduler = new FifoScheduler({ maxBatchTokens: 512 });
   let calls = 0;
   const schedule = scheduler.schedule.bind(scheduler);
   scheduler.schedule = (now) => (calls++, schedule(now));

@@ -106,4 +106,3 @@ export interface Runner {
   close(): Promise<void>;
 }
 
-export const emptyRunnerPlan = (): RunnerPlan => ({ kvOps: [], items: [] });

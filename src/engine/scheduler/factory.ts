@@ -35,7 +35,7 @@ export interface SchedulerConfig {
 }
 
 export function createScheduler(config: SchedulerConfig, runner: RunnerInfo): Scheduler {
-  if (config.scheduler === 'fifo') return new FifoScheduler({ maxBatchTokens: runner.maxBatchTokens, maxSequences: runner.maxSequences });
+  if (config.scheduler === 'fifo') return new FifoScheduler({ maxBatchTokens: runner.maxBatchTokens });
   if (config.scheduler !== 'static' && config.scheduler !== 'continuous') throw new Error(`unknown scheduler '${String(config.scheduler)}'; expected fifo, static or continuous`);
   const kv = config.kv ?? 'paged';
   return new BatchScheduler({

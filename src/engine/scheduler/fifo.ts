@@ -14,7 +14,6 @@ const SEQ = asSeqId(0);
 
 export interface FifoOptions {
   readonly maxBatchTokens: number;
-  readonly maxSequences: number;
 }
 
 export class FifoScheduler implements Scheduler {
