@@ -1,13 +1,18 @@
-// Wires a runner, a scheduler, the engine and the HTTP server into one Headroom process, with a
-// warm-up step before /ready turns green and a drain that lets in-flight streams finish.
+// Wires a runner, a scheduler, the engine, its Backend and the HTTP server into one Headroom
+// process, with a warm-up step before /ready turns green and a drain that lets in-flight streams
+// finish. An engine failure turns /health red and is reported to `onEngineFailure` (serve exits).
 
 import type { FastifyInstance } from 'fastify';
 import type { ServerConfig } from './api/config.ts';
 import type { Lifecycle } from './api/server.ts';
 import { buildServer } from './api/server.ts';
+import { EngineBackend } from './backend/engine-backend.ts';
+import type { Clock } from './engine/clock.ts';
+import { monotonicClock } from './engine/clock.ts';
 import { Engine } from './engine/engine.ts';
+import type { FatalListener } from './engine/engine.ts';
 import type { Runner } from './engine/runner/runner.ts';
-import { asSeqId } from './engine/runner/runner.ts';
+import { asSeqId } from './engine/plan.ts';
 import type { SchedulerConfig } from './engine/scheduler/factory.ts';
 import { createScheduler } from './engine/scheduler/factory.ts';
 import type { ObservabilityOptions } from './obs/observability.ts';
@@ -21,10 +26,15 @@ export interface HeadroomOptions {
   readonly statsExtra?: () => Record<string, unknown>;
   /** Metrics (on unless `metrics: false`) and tracing (on with `otelEndpoint`); the SLO comes from `server`. */
   readonly obs?: Omit<ObservabilityOptions, 'sloMs'>;
+  /** Time source for the engine and the API (default: the monotonic clock). */
+  readonly clock?: Clock;
+  /** The step loop broke (a bug): every held request has already failed. */
+  readonly onEngineFailure?: FatalListener;
 }
 
 export class Headroom {
   readonly engine: Engine;
+  readonly backend: EngineBackend;
   readonly app: FastifyInstance;
   readonly lifecycle: Lifecycle = { warm: false };
   readonly obs: Observability;
@@ -33,10 +43,13 @@ export class Headroom {
   constructor(opts: HeadroomOptions) {
     this.#opts = opts;
     const scheduler = createScheduler({ maxOutputTokens: opts.server.maxOutputTokens, ...opts.scheduler }, opts.runner.info);
-    this.engine = new Engine(opts.runner, scheduler, { maxQueuedRequests: opts.maxQueuedRequests });
+    const clock = opts.clock ?? monotonicClock;
+    this.engine = new Engine(opts.runner, scheduler, { maxQueuedRequests: opts.maxQueuedRequests, clock });
+    if (opts.onEngineFailure !== undefined) this.engine.onFatal(opts.onEngineFailure);
+    this.backend = new EngineBackend(this.engine, clock);
     this.obs = new Observability(this.engine, { sloMs: opts.server.sloMs, ...opts.obs });
     this.app = buildServer({
-      engine: this.engine,
+      backend: this.backend,
       config: opts.server,
       lifecycle: this.lifecycle,
       obs: this.obs,
@@ -74,7 +87,7 @@ export class Headroom {
   async #warmUp(): Promise<void> {
     const runner = this.#opts.runner;
     const seqId = runner.info.maxSequences - 1;
-    const token = runner.tokenize('warm', true)[0]!;
+    const token = runner.tokenizer.tokenize('warm', true)[0]!;
     const sampling = { temperature: 0, topP: 1, seed: 0 };
     const r = await runner.execute({
       kvOps: [],

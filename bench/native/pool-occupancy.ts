@@ -6,8 +6,8 @@
 //
 //   node --import tsx bench/native/pool-occupancy.ts [model.gguf] [--threads N] [--steps N]
 import { LlamaRunner } from '../../src/engine/runner/llama/llama-runner.ts';
-import { asSeqId } from '../../src/engine/runner/runner.ts';
-import type { RunnerPlan } from '../../src/engine/runner/runner.ts';
+import { asSeqId } from '../../src/engine/plan.ts';
+import type { RunnerPlan } from '../../src/engine/plan.ts';
 import { calibrationPrompt, spread } from '../../src/engine/runner/llama/calibrate.ts';
 import { ensureDefaultModel } from '../../src/model/default-model.ts';
 

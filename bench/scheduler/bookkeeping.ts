@@ -6,25 +6,22 @@
 import { readFileSync } from 'node:fs';
 import { Request } from '../../src/engine/request.ts';
 import { MockRunner } from '../../src/engine/runner/mock/mock-runner.ts';
-import type { StepResult } from '../../src/engine/runner/runner.ts';
+import type { StepResult } from '../../src/engine/plan.ts';
 import { createScheduler } from '../../src/engine/scheduler/factory.ts';
 
 const runner = new MockRunner({ cost: { speed: 0 }, contextTokens: 32768, maxSequences: 64, maxBatchTokens: 512 });
-const system = runner.tokenize('the river and the stone '.repeat(100), true);
+const system = runner.tokenizer.tokenize('the river and the stone '.repeat(100), true);
 
 function request(i: number): Request {
   return new Request({
     id: `r${i}`,
-    promptTokens: [...system, ...runner.tokenize(` user ${i} asks about the queue`, false)],
+    promptTokens: [...system, ...runner.tokenizer.tokenize(` user ${i} asks about the queue`, false)],
     maxTokens: 64 + (i % 64),
     sampling: { temperature: 0, topP: 1, seed: i },
-    stop: [],
     ignoreEos: true,
     arrivalMs: i,
     sloMs: 10_000,
-    detokenizer: runner.detokenizer(),
     isEog: () => false,
-    onEvent: () => undefined,
   });
 }
 

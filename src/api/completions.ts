@@ -1,220 +1,200 @@
-// The two generation endpoints, /v1/chat/completions and /v1/completions, share one path:
-// validate → tokenize → size-check → submit to the engine → stream or collect → respond.
-// Only the request shape and the response framing differ.
+// The two generation endpoints, /v1/chat/completions and /v1/completions, share one path of short
+// steps; only the request shape and the response framing differ:
+//
+//   parse → prepare (tokenize, size checks) → flow control → admission → backend.generate → frame
+//
+// One AbortController per HTTP request: the client leaving aborts every choice in the backend.
+// Detokenizing and stop strings run here, after each engine step (choice-stream.ts); a stop string
+// tells the backend to stop that choice. Every stream ends with [DONE] (or the socket is gone).
 
-import { randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Engine } from '../engine/engine.ts';
-import type { RequestEvent } from '../engine/request.ts';
-import { Request } from '../engine/request.ts';
-import { ApiError } from './errors.ts';
-import type { ChatCompletionBody, CompletionBody } from './schemas.ts';
-import { chatCompletionBody, checkSupported, completionBody, messageText, parseBody } from './schemas.ts';
-import { SseWriter } from './sse.ts';
-import type { ServerConfig } from './config.ts';
+import type { AdmissionContext, AdmissionController } from '../admission/controller.ts';
+import type { Backend, Generation, GenerationJob } from '../backend/backend.ts';
+import type { Refusal } from '../backend/refusal.ts';
+import { REFUSALS } from '../backend/refusal.ts';
+import type { RequestTimeline } from '../engine/outputs.ts';
+import type { FlowControl } from '../flow/flow-control.ts';
 import type { Observability } from '../obs/observability.ts';
+import { ChoiceStream } from './choice-stream.ts';
+import type { ServerConfig } from './config.ts';
+import { ApiError } from './errors.ts';
+import { Framer, usage } from './framer.ts';
+import type { FinishedChoice } from './framer.ts';
+import type { IdSource } from './ids.ts';
+import type { Kind, Prepared } from './prepare.ts';
+import { parse, prepare } from './prepare.ts';
+import { SseWriter } from './sse.ts';
 
-type Kind = 'chat' | 'completion';
-type Finish = Extract<RequestEvent, { type: 'finish' }>;
+export interface CompletionsDeps {
+  readonly backend: Backend;
+  readonly config: ServerConfig;
+  readonly ids: IdSource;
+  readonly flow: FlowControl;
+  readonly admission: AdmissionController;
+  readonly obs: Observability | null;
+}
 
-interface Prepared {
-  readonly body: ChatCompletionBody | CompletionBody;
-  readonly promptTokens: number[];
+/** One request on its way through the handler. */
+interface Call {
+  readonly id: string;
+  readonly prepared: Prepared;
+  readonly ctx: AdmissionContext;
+  readonly traceparent: string | undefined;
+  readonly controller: AbortController;
 }
 
 export class CompletionsHandler {
-  readonly #engine: Engine;
-  readonly #config: ServerConfig;
-  readonly #obs: Observability | null;
+  readonly #d: CompletionsDeps;
 
-  constructor(engine: Engine, config: ServerConfig, obs: Observability | null = null) {
-    this.#engine = engine;
-    this.#config = config;
-    this.#obs = obs;
+  constructor(deps: CompletionsDeps) {
+    this.#d = deps;
   }
 
   async handle(kind: Kind, req: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const { body, promptTokens } = this.#prepare(kind, req.body);
-    const runner = this.#engine.runner;
-    const ctx = runner.info.contextTokens;
-    const requested = body.max_completion_tokens ?? body.max_tokens ?? null;
-    if (promptTokens.length >= ctx) {
-      throw new ApiError('context_length_exceeded', `This model's maximum context length is ${ctx} tokens; the prompt has ${promptTokens.length}.`, { param: kind === 'chat' ? 'messages' : 'prompt' });
-    }
-    if (requested !== null && promptTokens.length + requested > ctx) {
-      throw new ApiError('context_length_exceeded', `This model's maximum context length is ${ctx} tokens; you requested ${promptTokens.length + requested} (${promptTokens.length} in the prompt, ${requested} for the completion).`, { param: body.max_completion_tokens != null ? 'max_completion_tokens' : 'max_tokens' });
-    }
-    if (requested !== null && requested > this.#config.maxOutputTokens) {
-      throw new ApiError('invalid_value', `max_tokens is at most ${this.#config.maxOutputTokens} on this server; got ${requested}.`, { param: 'max_tokens' });
-    }
-    const maxTokens = requested ?? Math.min(this.#config.maxOutputTokens, ctx - promptTokens.length);
-    const sloMs = this.#sloFromHeader(req.headers['x-slo-ms']);
-    const stop = body.stop == null ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop;
-    const id = `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${randomBytes(12).toString('hex')}`;
-    const created = Math.floor(Date.now() / 1000);
-    const model = body.model;
-    const stream = body.stream === true;
-    const includeUsage = stream && body.stream_options?.include_usage === true;
-    const obs = this.#obs;
+    const { backend, config, ids } = this.#d;
+    const prepared = prepare(parse(kind, req.body, backend.info), req.headers['x-slo-ms'], { tokenizer: backend.tokenizer, info: backend.info, config, ids });
+    const id = ids.next(kind === 'chat' ? 'chatcmpl' : 'cmpl');
+    const ctx: AdmissionContext = { requestId: id, arrivalMs: backend.clock.nowMs(), sloMs: prepared.sloMs, numPromptTokens: prepared.promptTokens.length, maxTokens: prepared.maxTokens, n: prepared.n };
     const traceparent = typeof req.headers.traceparent === 'string' ? req.headers.traceparent : undefined;
+    const call: Call = { id, prepared, ctx, traceparent, controller: new AbortController() };
 
-    const events: RequestEvent[] = [];
-    let notify: (() => void) | null = null;
-    const request = new Request({
-      id,
-      promptTokens,
-      maxTokens,
-      sampling: { temperature: body.temperature ?? 1, topP: body.top_p ?? 1, seed: body.seed ?? randomBytes(4).readUInt32LE() },
-      stop,
-      ignoreEos: body.ignore_eos === true,
-      arrivalMs: this.#engine.now(),
-      sloMs,
-      detokenizer: runner.detokenizer(),
-      isEog: (t) => runner.isEog(t),
-      onEvent: (ev) => {
-        if (ev.type === 'finish') obs?.finished(request, ev.reason, traceparent);
-        events.push(ev);
-        notify?.();
-      },
-    });
-    const decideMs = performance.now();
-    const submitted = this.#engine.submit(request);
-    obs?.admissionDecided(performance.now() - decideMs);
-    if (!submitted.ok) {
-      obs?.refused(request, submitted.reason, traceparent);
-      const msg = submitted.reason === 'draining' ? 'The server is shutting down; retry on another replica.' : 'The server holds as many requests as it can; retry shortly.';
-      throw new ApiError(submitted.reason, msg, { retryAfterS: this.#config.retryAfterS });
+    const decideStart = performance.now();
+    const flow = this.#d.flow.acquire(ctx);
+    if (!flow.ok) this.#refuse(call, flow.refusal);
+    try {
+      const decision = this.#d.admission.decide(ctx, backend.snapshot());
+      if (!decision.admit) this.#refuse(call, decision.refusal);
+      // A client that leaves (stream or not) aborts its choices; the engine frees them before the next step.
+      reply.raw.on('close', () => {
+        if (!reply.raw.writableFinished) call.controller.abort();
+      });
+      const started = backend.generate(this.#job(call), call.controller.signal);
+      this.#d.obs?.admissionDecided(performance.now() - decideStart);
+      if (!started.ok) this.#refuse(call, started.refusal);
+      const frame = new Framer(kind, id, Math.floor(Date.now() / 1000), prepared.model, prepared.includeUsage);
+      if (prepared.stream) await this.#stream(call, started.generation, frame, reply);
+      else await this.#collect(call, started.generation, frame, reply);
+    } finally {
+      flow.ticket.release();
     }
-    // A client that leaves (stream or not) aborts its request; the engine frees it before the next step.
-    reply.raw.on('close', () => {
-      if (!reply.raw.writableFinished) this.#engine.abort(request);
-    });
-    const next = async (): Promise<RequestEvent> => {
-      while (events.length === 0) await new Promise<void>((r) => (notify = r));
-      notify = null;
-      return events.shift()!;
-    };
-    const frame = new Framer(kind, id, created, model, includeUsage);
+  }
 
-    if (!stream) {
-      let text = '';
-      for (;;) {
-        const ev = await next();
-        if (ev.type === 'delta') text += ev.text;
-        else return this.#finishJson(reply, frame, text, ev);
+  #job(call: Call): GenerationJob {
+    const p = call.prepared;
+    return { id: call.id, promptTokens: p.promptTokens, maxTokens: p.maxTokens, sampling: p.sampling, ignoreEos: p.ignoreEos, n: p.n, arrivalMs: call.ctx.arrivalMs, sloMs: p.sloMs };
+  }
+
+  #refuse(call: Call, r: Refusal): never {
+    this.#d.obs?.refused(refusedTimeline(call), r.reason, call.traceparent);
+    throw new ApiError(REFUSALS[r.reason].code, r.message, { retryAfterS: r.retryAfterS ?? this.#d.config.retryAfterS });
+  }
+
+  #choices(call: Call): ChoiceStream[] {
+    const p = call.prepared;
+    return Array.from({ length: p.n }, () => new ChoiceStream(this.#d.backend.tokenizer, p.stop, p.ignoreEos));
+  }
+
+  async #collect(call: Call, gen: Generation, frame: Framer, reply: FastifyReply): Promise<void> {
+    const choices = this.#choices(call);
+    const texts = choices.map(() => '');
+    const reasons: (string | null)[] = choices.map(() => null);
+    let aborted = false;
+    for await (const ev of gen) {
+      const c = choices[ev.index]!;
+      if (ev.type === 'tokens') {
+        if (reasons[ev.index] !== null) continue;
+        texts[ev.index] += c.push(ev.tokenIds);
+        if (c.stopped) {
+          reasons[ev.index] = 'stop';
+          gen.stopChoice(ev.index);
+        }
+        continue;
       }
+      this.#d.obs?.finished(ev.timeline, ev.reason, call.traceparent);
+      if (reasons[ev.index] !== null) continue;
+      if (ev.reason === 'error') {
+        call.controller.abort();
+        throw new ApiError('engine_failure', ev.message ?? 'generation failed');
+      }
+      if (ev.reason === 'abort') aborted = true;
+      texts[ev.index] += c.flush();
+      reasons[ev.index] = ev.reason;
     }
+    if (aborted) {
+      reply.hijack(); // nobody is listening: nothing to send
+      reply.raw.destroy();
+      return;
+    }
+    const done: FinishedChoice[] = texts.map((text, i) => ({ text, finishReason: reasons[i]! }));
+    void reply.code(200).send(frame.whole(done, this.#usage(call, choices)));
+  }
 
+  async #stream(call: Call, gen: Generation, frame: Framer, reply: FastifyReply): Promise<void> {
+    const choices = this.#choices(call);
+    const ended = choices.map(() => false);
+    let aborted = false;
     reply.hijack();
     const sse = new SseWriter(reply.raw);
+    const end = (index: number, reason: string): void => {
+      ended[index] = true;
+      sse.send(frame.chunk(index, frame.kind === 'chat' ? {} : '', reason));
+    };
     try {
-      sse.open({ 'x-request-id': id });
-      if (kind === 'chat') sse.send(frame.chunk({ role: 'assistant', content: '' }, null));
-      for (;;) {
-        const ev = await next();
-        if (ev.type === 'delta') {
-          sse.send(frame.chunk(ev.text, null));
+      sse.open({ 'x-request-id': call.id });
+      if (frame.kind === 'chat') choices.forEach((_, i) => sse.send(frame.chunk(i, { role: 'assistant', content: '' }, null)));
+      for await (const ev of gen) {
+        const c = choices[ev.index]!;
+        if (ev.type === 'tokens') {
+          if (ended[ev.index]) continue;
+          const text = c.push(ev.tokenIds);
+          if (text.length > 0) sse.send(frame.chunk(ev.index, text, null));
+          if (c.stopped) {
+            gen.stopChoice(ev.index);
+            end(ev.index, 'stop');
+          }
           continue;
         }
-        if (ev.reason === 'abort') return;
+        this.#d.obs?.finished(ev.timeline, ev.reason, call.traceparent);
+        if (ended[ev.index]) continue;
+        if (ev.reason === 'abort') {
+          aborted = true;
+          continue;
+        }
         if (ev.reason === 'error') {
           sse.send(new ApiError('engine_failure', ev.message ?? 'generation failed').toBody());
+          call.controller.abort();
           return;
         }
-        sse.send(frame.chunk(kind === 'chat' ? {} : '', ev.reason));
-        if (includeUsage) sse.send(frame.usageChunk(ev));
-        return;
+        const tail = c.flush();
+        if (tail.length > 0) sse.send(frame.chunk(ev.index, tail, null));
+        end(ev.index, ev.reason);
       }
+      if (!aborted && frame.includeUsage) sse.send(frame.usageChunk(this.#usage(call, choices)));
     } finally {
       sse.done();
     }
   }
 
-  #prepare(kind: Kind, raw: unknown): Prepared {
-    const runner = this.#engine.runner;
-    if (kind === 'chat') {
-      const body = parseBody(chatCompletionBody, raw);
-      this.#checkModel(body.model);
-      checkSupported(body);
-      const messages = body.messages.map((m) => ({ role: m.role, content: messageText(m.content) }));
-      return { body, promptTokens: runner.tokenize(runner.applyChatTemplate(messages), true) };
-    }
-    const body = parseBody(completionBody, raw);
-    this.#checkModel(body.model);
-    checkSupported(body);
-    const p = body.prompt;
-    if (typeof p === 'string' || typeof p[0] === 'string') {
-      const text = typeof p === 'string' ? p : (p[0] as string);
-      if (text.length === 0) throw new ApiError('invalid_value', 'The prompt must not be empty.', { param: 'prompt' });
-      return { body, promptTokens: runner.tokenize(text, true) };
-    }
-    const ids = p as number[];
-    const bad = ids.find((t) => t >= runner.info.vocabSize);
-    if (bad !== undefined) throw new ApiError('invalid_value', `Token id ${bad} is outside the vocabulary [0, ${runner.info.vocabSize}).`, { param: 'prompt' });
-    return { body, promptTokens: [...ids] };
-  }
-
-  #checkModel(model: string): void {
-    const served = this.#engine.runner.info.modelId;
-    if (model !== served) {
-      throw new ApiError('model_not_found', `The model '${model}' does not exist on this server; it serves '${served}'.`, { param: 'model' });
-    }
-  }
-
-  #sloFromHeader(h: string | string[] | undefined): number {
-    if (h === undefined) return this.#config.sloMs;
-    const v = Array.isArray(h) ? h[0] : h;
-    const n = Number(v);
-    if (v === undefined || !/^\d+$/.test(v.trim()) || !(n >= 1 && n <= this.#config.maxSloMs)) {
-      throw new ApiError('invalid_value', `x-slo-ms must be an integer number of milliseconds in [1, ${this.#config.maxSloMs}]; got '${v}'.`, { param: 'x-slo-ms' });
-    }
-    return n;
-  }
-
-  #finishJson(reply: FastifyReply, frame: Framer, text: string, ev: Finish): void {
-    if (ev.reason === 'abort') {
-      reply.hijack(); // nobody is listening: nothing to send
-      reply.raw.destroy();
-      return;
-    }
-    if (ev.reason === 'error') throw new ApiError('engine_failure', ev.message ?? 'generation failed');
-    void reply.code(200).send(frame.whole(text, ev));
+  #usage(call: Call, choices: readonly ChoiceStream[]) {
+    return usage(call.prepared.promptTokens.length, choices.reduce((n, c) => n + c.numTokens, 0));
   }
 }
 
-/** OpenAI response shapes for one request. */
-class Framer {
-  constructor(
-    readonly kind: Kind,
-    readonly id: string,
-    readonly created: number,
-    readonly model: string,
-    readonly includeUsage: boolean,
-  ) {}
-
-  chunk(delta: string | { role?: string; content?: string }, finishReason: string | null): unknown {
-    const base = { id: this.id, created: this.created, model: this.model, system_fingerprint: null };
-    const usage = this.includeUsage ? { usage: null } : {};
-    if (this.kind === 'chat') {
-      const d = typeof delta === 'string' ? { content: delta } : delta;
-      return { ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta: d, logprobs: null, finish_reason: finishReason }], ...usage };
-    }
-    return { ...base, object: 'text_completion', choices: [{ index: 0, text: delta, logprobs: null, finish_reason: finishReason }], ...usage };
-  }
-
-  usageChunk(ev: Finish): unknown {
-    return { id: this.id, created: this.created, model: this.model, object: this.kind === 'chat' ? 'chat.completion.chunk' : 'text_completion', choices: [], usage: usage(ev) };
-  }
-
-  whole(text: string, ev: Finish): unknown {
-    const base = { id: this.id, created: this.created, model: this.model, system_fingerprint: null, usage: usage(ev) };
-    if (this.kind === 'chat') {
-      return { ...base, object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: text }, logprobs: null, finish_reason: ev.reason }] };
-    }
-    return { ...base, object: 'text_completion', choices: [{ index: 0, text, logprobs: null, finish_reason: ev.reason }] };
-  }
-}
-
-function usage(ev: Finish): { prompt_tokens: number; completion_tokens: number; total_tokens: number } {
-  return { prompt_tokens: ev.promptTokens, completion_tokens: ev.completionTokens, total_tokens: ev.promptTokens + ev.completionTokens };
+/** The record a refused request leaves for metrics and tracing: it arrived, it never ran. */
+function refusedTimeline(call: Call): RequestTimeline {
+  const c = call.ctx;
+  return {
+    requestId: call.id,
+    arrivalMs: c.arrivalMs,
+    deadlineMs: c.arrivalMs + c.sloMs,
+    scheduledMs: null,
+    firstTokenMs: null,
+    finishedMs: null,
+    numPromptTokens: c.numPromptTokens,
+    maxTokens: c.maxTokens,
+    numCachedTokens: 0,
+    numOutputTokens: 0,
+    numPreemptions: 0,
+    outcome: null,
+  };
 }

@@ -29,6 +29,7 @@ export const ERROR_CATALOG = {
   capacity: { status: 503, type: 'overloaded_error' },
   draining: { status: 503, type: 'overloaded_error' },
   slo_unattainable: { status: 503, type: 'overloaded_error' },
+  engine_unavailable: { status: 503, type: 'overloaded_error' },
   engine_failure: { status: 500, type: 'server_error' },
   internal_error: { status: 500, type: 'server_error' },
 } as const satisfies Record<string, CatalogEntry>;

@@ -1,9 +1,12 @@
 // Request bodies of the OpenAI endpoints, validated once at the edge. Unknown fields are ignored
 // (clients send many we do not use); known fields with a wrong type or an out-of-range value are
-// a 400 naming the field. `n` other than 1 is refused for now.
+// a 400 naming the field.
 
 import { z } from 'zod';
 import { ApiError } from './errors.ts';
+
+/** Most choices (`n`) one request may ask for: each is a running sequence. */
+export const MAX_CHOICES = 8;
 
 const stop = z.union([z.string().min(1), z.array(z.string().min(1)).max(4)]).nullish();
 
@@ -63,8 +66,8 @@ export function checkSupported(body: {
   if (body.stream_options != null && body.stream !== true) {
     throw new ApiError('invalid_value', 'stream_options is only allowed when stream is true.', { param: 'stream_options' });
   }
-  if (body.n != null && body.n !== 1) {
-    throw new ApiError('unsupported_value', `Only n=1 is supported; got n=${body.n}.`, { param: 'n' });
+  if (body.n != null && body.n > MAX_CHOICES) {
+    throw new ApiError('unsupported_value', `n is at most ${MAX_CHOICES} on this server; got n=${body.n}.`, { param: 'n' });
   }
   if (body.echo === true) throw new ApiError('unsupported_value', 'echo=true is not supported.', { param: 'echo' });
 }

@@ -2,15 +2,21 @@
 //
 //   POST /v1/chat/completions, POST /v1/completions   generation (SSE or JSON)
 //   GET  /v1/models                                   the served model
-//   GET  /health    liveness: 200 while the process lives (draining included)
-//   GET  /ready     readiness: 503 until the engine is warm and from the moment a drain starts
+//   GET  /health    liveness: 200 while the backend can serve (draining included), 503 once its engine failed
+//   GET  /ready     readiness: 503 until the engine is warm, from the moment a drain starts, and after a failure
 //   GET  /stats     a JSON snapshot of engine state and configuration
 //   GET  /metrics   Prometheus exposition (Headroom and vLLM-compatible names), when metrics are on
 
 import Fastify from 'fastify';
 import type { FastifyError, FastifyInstance } from 'fastify';
-import type { Engine } from '../engine/engine.ts';
+import type { AdmissionController } from '../admission/controller.ts';
+import { admitAll } from '../admission/controller.ts';
+import type { Backend } from '../backend/backend.ts';
+import type { FlowControl } from '../flow/flow-control.ts';
+import { noFlowControl } from '../flow/flow-control.ts';
 import { CompletionsHandler } from './completions.ts';
+import type { IdSource } from './ids.ts';
+import { randomIds } from './ids.ts';
 import type { ServerConfig } from './config.ts';
 import { ApiError } from './errors.ts';
 import type { Observability } from '../obs/observability.ts';
@@ -21,19 +27,23 @@ export interface Lifecycle {
 }
 
 export interface ServerDeps {
-  readonly engine: Engine;
+  readonly backend: Backend;
   readonly config: ServerConfig;
   readonly lifecycle: Lifecycle;
   /** Extra facts for /stats (runner kind notes, build info). */
   readonly statsExtra?: () => Record<string, unknown>;
   /** Metrics and tracing; absent = neither. */
   readonly obs?: Observability;
+  /** Response ids and default seeds (default random). */
+  readonly ids?: IdSource;
+  readonly flow?: FlowControl;
+  readonly admission?: AdmissionController;
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 export function buildServer(deps: ServerDeps): FastifyInstance {
-  const { engine, config, lifecycle } = deps;
+  const { backend, config, lifecycle } = deps;
   const app = Fastify({ bodyLimit: config.bodyLimitBytes, logger: false, return503OnClosing: false });
 
   // JSON bodies: reject invalid UTF-8 instead of silently turning it into U+FFFD.
@@ -67,22 +77,33 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     void reply.code(e.status).send(e.toBody());
   });
 
-  const completions = new CompletionsHandler(engine, config, deps.obs ?? null);
+  const completions = new CompletionsHandler({
+    backend,
+    config,
+    ids: deps.ids ?? randomIds,
+    flow: deps.flow ?? noFlowControl,
+    admission: deps.admission ?? admitAll,
+    obs: deps.obs ?? null,
+  });
   app.post('/v1/chat/completions', (req, reply) => completions.handle('chat', req, reply));
   app.post('/v1/completions', (req, reply) => completions.handle('completion', req, reply));
   app.get('/v1/models', () => ({
     object: 'list',
-    data: [{ id: engine.runner.info.modelId, object: 'model', created: 0, owned_by: 'headroom', max_model_len: engine.runner.info.contextTokens }],
+    data: [{ id: backend.info.modelId, object: 'model', created: 0, owned_by: 'headroom', max_model_len: backend.info.contextTokens }],
   }));
-  app.get('/health', () => ({ status: 'ok', draining: engine.draining }));
+  app.get('/health', (_req, reply) => {
+    const h = backend.health();
+    return reply.code(h.ok ? 200 : 503).send({ status: h.ok ? 'ok' : 'failed', draining: h.draining, failure: h.failure });
+  });
   app.get('/ready', (_req, reply) => {
-    const ready = lifecycle.warm && !engine.draining;
+    const h = backend.health();
+    const ready = lifecycle.warm && h.ok && !h.draining;
     if (!ready) void reply.header('retry-after', String(config.retryAfterS));
-    return reply.code(ready ? 200 : 503).send({ ready, warm: lifecycle.warm, draining: engine.draining });
+    return reply.code(ready ? 200 : 503).send({ ready, warm: lifecycle.warm, draining: h.draining });
   });
   app.get('/stats', () => ({
-    runner: { name: engine.runner.info.name, modelId: engine.runner.info.modelId, contextTokens: engine.runner.info.contextTokens, maxSequences: engine.runner.info.maxSequences, maxBatchTokens: engine.runner.info.maxBatchTokens, details: engine.runner.info.details },
-    engine: engine.stats(),
+    mode: backend.info.mode,
+    ...backend.stats(),
     config,
     ...deps.statsExtra?.(),
   }));

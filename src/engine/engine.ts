@@ -1,76 +1,133 @@
 // The engine's step loop: decide → execute → apply, one step at a time, forever.
 //
-//   plan = scheduler.schedule(now); result = await runner.execute(plan.runner); scheduler.update(plan, result, now)
+//   plan = scheduler.schedule(now); result = await runner.execute(plan.runner); outputs = scheduler.update(plan, result, now)
 //
-// The loop sleeps when there is nothing to do and wakes on an arrival, an abort or a timer the
-// scheduler asked for; it never busy-spins. It owns admission of new requests into memory (the
-// capacity bound and the drain gate) but no policy: what runs when is the scheduler's.
+// Each output goes to its request's sink (the API's output stream) after the step; each step
+// leaves a StepRecord (the last few kept for a crash dump, all handed to observers). The loop
+// sleeps when there is nothing to do and wakes on an arrival, an abort or a timer the scheduler
+// asked for; it never busy-spins. It owns the capacity bound and the drain gate but no policy.
+//
+// Failure: a runner that throws fails that step's requests and the loop goes on (the scheduler's
+// state is intact). A throw anywhere else in a step — schedule, update, a sink, an observer —
+// means the bookkeeping can no longer be trusted: every held request ends with an error, the
+// engine refuses new work, the last step records go to the log, and fatal listeners run (the
+// server turns /health red and, by default, exits so a supervisor restarts it).
 
-import type { Request } from './request.ts';
-import type { Runner, StepResult } from './runner/runner.ts';
+import type { Clock } from './clock.ts';
+import { monotonicClock } from './clock.ts';
+import type { RequestOutput } from './outputs.ts';
+import type { StepResult } from './plan.ts';
+import type { EndRequest, Request } from './request.ts';
+import type { Runner } from './runner/runner.ts';
 import type { Scheduler, SchedulerPlan, SchedulerSnapshot } from './scheduler/scheduler.ts';
+import type { EngineSnapshot } from './snapshot.ts';
+import { Ewma } from './snapshot.ts';
+import { buildSnapshot } from './snapshot-builder.ts';
+import type { StepKind, StepRecord } from './step-record.ts';
+import { StepLog } from './step-record.ts';
 
 export interface EngineOptions {
   /** Most requests held in memory (waiting + running); far above what the scheduler runs at once. */
   readonly maxQueuedRequests: number;
-  /** Clock in ms (tests inject one). */
-  readonly now?: () => number;
+  /** Time source (tests and replay inject one). */
+  readonly clock?: Clock;
+  /** Step records kept for a crash dump (default 32). */
+  readonly stepLogSize?: number;
 }
 
-export type SubmitResult = { readonly ok: true } | { readonly ok: false; readonly reason: 'capacity' | 'draining' };
+export type SubmitRefusal = 'capacity' | 'draining' | 'engine_failed';
+export type SubmitResult = { readonly ok: true } | { readonly ok: false; readonly reason: SubmitRefusal };
+
+/** Receives a request's outputs in order; the last one carries its finish reason. */
+export type OutputSink = (out: RequestOutput) => void;
 
 export interface EngineStats {
   readonly numSteps: number;
   readonly numSubmitted: number;
   /** Steps whose runner call threw (bugs; each failed its requests with an error). */
   readonly numRunnerErrors: number;
-  readonly refusals: Readonly<Record<'capacity' | 'draining', number>>;
+  readonly refusals: Readonly<Record<SubmitRefusal, number>>;
   readonly draining: boolean;
+  /** Why the step loop stopped for good, or null while it is healthy. */
+  readonly failure: string | null;
   readonly scheduler: SchedulerSnapshot;
 }
 
-/** Called after every step with the plan, the result and the step's wall time (for metrics). */
-export type StepObserver = (plan: SchedulerPlan, stepMs: number, computeMs: number | null) => void;
+/** Called after every step that ran the runner. */
+export type StepObserver = (record: StepRecord) => void;
+export type FatalListener = (error: Error, recentSteps: readonly StepRecord[]) => void;
+
+interface Held {
+  readonly req: Request;
+  readonly sink: OutputSink;
+}
+
+const EWMA_ALPHA = 0.2;
 
 export class Engine {
   readonly runner: Runner;
   readonly scheduler: Scheduler;
   readonly #opts: EngineOptions;
-  readonly #now: () => number;
+  readonly #clock: Clock;
+  readonly #held = new Map<string, Held>();
+  readonly #log: StepLog;
   #wake: (() => void) | null = null;
   #timer: NodeJS.Timeout | null = null;
   #running = false;
   #loopDone: Promise<void> = Promise.resolve();
   #draining = false;
+  #failure: Error | null = null;
   #idleWaiters: (() => void)[] = [];
   #numSteps = 0;
   #numSubmitted = 0;
   #numRunnerErrors = 0;
-  #refusals = { capacity: 0, draining: 0 };
+  #refusals = { capacity: 0, draining: 0, engine_failed: 0 };
   #observers: StepObserver[] = [];
+  #fatalListeners: FatalListener[] = [];
+  #arrivals: string[] = [];
+  #aborts: { requestId: string; reason: EndRequest }[] = [];
+  #snapshot: EngineSnapshot | null = null;
+  readonly #avgStepMs = new Ewma(EWMA_ALPHA);
+  readonly #prefillRate = new Ewma(EWMA_ALPHA);
+  readonly #decodeRate = new Ewma(EWMA_ALPHA);
 
   constructor(runner: Runner, scheduler: Scheduler, opts: EngineOptions) {
     if (!(opts.maxQueuedRequests >= 1)) throw new Error(`Engine: expected maxQueuedRequests ≥ 1, got ${opts.maxQueuedRequests}`);
     this.runner = runner;
     this.scheduler = scheduler;
     this.#opts = opts;
-    this.#now = opts.now ?? (() => performance.now());
+    this.#clock = opts.clock ?? monotonicClock;
+    this.#log = new StepLog(opts.stepLogSize ?? 32);
   }
 
   now(): number {
-    return this.#now();
+    return this.#clock.nowMs();
   }
 
   get draining(): boolean {
     return this.#draining;
   }
 
+  /** The error that stopped the loop for good, or null. */
+  get failure(): Error | null {
+    return this.#failure;
+  }
+
+  /** Requests held (waiting or running). */
+  get numUnfinished(): number {
+    return this.#held.size;
+  }
+
   onStep(fn: StepObserver): void {
     this.#observers.push(fn);
   }
 
+  onFatal(fn: FatalListener): void {
+    this.#fatalListeners.push(fn);
+  }
+
   start(): void {
-    if (this.#running) return;
+    if (this.#running || this.#failure !== null) return;
     this.#running = true;
     this.#loopDone = this.#loop();
   }
@@ -82,24 +139,30 @@ export class Engine {
     await this.#loopDone;
   }
 
-  submit(req: Request): SubmitResult {
-    if (this.#draining) {
-      this.#refusals.draining++;
-      return { ok: false, reason: 'draining' };
+  /** Hold a request; its outputs go to `sink` after each step until the one that finishes it. */
+  submit(req: Request, sink: OutputSink): SubmitResult {
+    const refusal: SubmitRefusal | null =
+      this.#failure !== null ? 'engine_failed' : this.#draining ? 'draining' : this.#held.size >= this.#opts.maxQueuedRequests ? 'capacity' : null;
+    if (refusal !== null) {
+      this.#refusals[refusal]++;
+      return { ok: false, reason: refusal };
     }
-    if (this.scheduler.numUnfinished >= this.#opts.maxQueuedRequests) {
-      this.#refusals.capacity++;
-      return { ok: false, reason: 'capacity' };
-    }
+    if (this.#held.has(req.id)) throw new Error(`bug: request id ${req.id} submitted twice`);
     this.#numSubmitted++;
+    this.#held.set(req.id, { req, sink });
+    this.#arrivals.push(req.id);
     this.scheduler.add(req);
+    this.#snapshot = null;
     this.#signal();
     return { ok: true };
   }
 
-  /** The client left: the scheduler drops the request before the next step. */
-  abort(req: Request): void {
-    this.scheduler.abort(req);
+  /** The front end ended a request (client gone: `abort`; stop string matched: `stop`); it finishes before the next step. */
+  abort(requestId: string, reason: EndRequest = 'abort'): void {
+    const h = this.#held.get(requestId);
+    if (h === undefined || h.req.abortRequested) return;
+    this.#aborts.push({ requestId, reason });
+    this.scheduler.abort(h.req, reason);
     this.#signal();
   }
 
@@ -109,10 +172,29 @@ export class Engine {
     return this.whenIdle();
   }
 
-  /** Resolves once nothing is waiting or running. */
+  /** Resolves once nothing is waiting or running and the loop has gone to sleep (the KV clean-up step done). */
   whenIdle(): Promise<void> {
-    if (this.scheduler.numUnfinished === 0) return Promise.resolve();
+    if (this.#held.size === 0) return Promise.resolve();
     return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  /** The state admission reads: frozen, as of the last step or arrival. */
+  snapshot(): EngineSnapshot {
+    this.#snapshot ??= buildSnapshot({
+      numSteps: this.#numSteps,
+      atMs: this.now(),
+      held: this.#held.values(),
+      scheduler: this.scheduler.snapshot(),
+      avgStepMs: this.#avgStepMs.value,
+      prefillTokensPerS: this.#prefillRate.value,
+      decodeTokensPerS: this.#decodeRate.value,
+    });
+    return this.#snapshot;
+  }
+
+  /** The last step records, oldest first. */
+  recentSteps(): StepRecord[] {
+    return this.#log.records();
   }
 
   stats(): EngineStats {
@@ -122,36 +204,115 @@ export class Engine {
       numRunnerErrors: this.#numRunnerErrors,
       refusals: { ...this.#refusals },
       draining: this.#draining,
+      failure: this.#failure === null ? null : this.#failure.message,
       scheduler: this.scheduler.snapshot(),
     };
   }
 
   async #loop(): Promise<void> {
     while (this.#running) {
-      const t0 = this.#now();
-      const plan = this.scheduler.schedule(t0);
-      if (plan.runner.items.length === 0 && plan.runner.kvOps.length === 0) {
-        this.#notifyIdle();
-        await this.#sleep(plan.wakeAtMs === null ? null : Math.max(0, plan.wakeAtMs - t0));
-        continue;
+      try {
+        await this.#step();
+      } catch (e) {
+        this.#fail(e instanceof Error ? e : new Error(String(e)));
+        return;
       }
-      // A runner that throws has a bug; the requests in this step fail with an error instead of
-      // hanging, and the loop goes on (the scheduler ends them; it retries only `no_kv_slot`).
-      const result = await this.runner.execute(plan.runner).catch((e: unknown): StepResult => {
-        this.#numRunnerErrors++;
-        console.error('headroom: the model runner threw (a bug):', e);
-        return { ok: false, reason: 'backend_error', message: e instanceof Error ? e.message : String(e) };
-      });
-      this.scheduler.update(plan, result, this.#now());
-      this.#numSteps++;
-      const stepMs = this.#now() - t0;
-      for (const fn of this.#observers) fn(plan, stepMs, result.ok ? result.computeMs : null);
-      this.#notifyIdle();
     }
   }
 
+  async #step(): Promise<void> {
+    const t0 = this.now();
+    const plan = this.scheduler.schedule(t0);
+    this.#dispatch(plan.outputs);
+    if (plan.runner.items.length === 0 && plan.runner.kvOps.length === 0) {
+      this.#notifyIdle();
+      await this.#sleep(plan.wakeAtMs === null ? null : Math.max(0, plan.wakeAtMs - t0));
+      return;
+    }
+    const result = await this.runner.execute(plan.runner).catch((e: unknown): StepResult => {
+      this.#numRunnerErrors++;
+      console.error('headroom: the model runner threw (a bug):', e);
+      return { ok: false, reason: 'backend_error', message: e instanceof Error ? e.message : String(e) };
+    });
+    const outputs = this.scheduler.update(plan, result, this.now());
+    this.#dispatch(outputs);
+    const record = this.#record(plan, result, t0, outputs);
+    this.#log.push(record);
+    this.#numSteps++;
+    this.#snapshot = null;
+    for (const fn of this.#observers) fn(record);
+  }
+
+  #record(plan: SchedulerPlan, result: StepResult, startMs: number, outputs: readonly RequestOutput[]): StepRecord {
+    const endMs = this.now();
+    let numPromptTokens = 0;
+    let numDecodeTokens = 0;
+    plan.scheduled.forEach(({ request, numNewTokens }, i) => {
+      const item = plan.runner.items[i];
+      const isDecode = item !== undefined && item.tokens.length === 1 && item.startPos >= request.numPromptTokens;
+      if (isDecode) numDecodeTokens++;
+      else numPromptTokens += numNewTokens;
+    });
+    const kind: StepKind = numPromptTokens === 0 ? 'decode' : numDecodeTokens === 0 ? 'prefill' : 'mixed';
+    const computeMs = result.ok ? result.computeMs : null;
+    const stepS = (endMs - startMs) / 1000;
+    this.#avgStepMs.add(endMs - startMs);
+    if (stepS > 0 && numPromptTokens > 0) this.#prefillRate.add(numPromptTokens / stepS);
+    if (stepS > 0 && numDecodeTokens > 0) this.#decodeRate.add(numDecodeTokens / stepS);
+    const record: StepRecord = {
+      index: this.#numSteps,
+      startMs,
+      endMs,
+      computeMs,
+      arrivals: this.#arrivals,
+      aborts: this.#aborts,
+      plan: plan.runner,
+      result,
+      outputs: [...plan.outputs, ...outputs],
+      kind,
+      numPromptTokens,
+      numDecodeTokens,
+    };
+    this.#arrivals = [];
+    this.#aborts = [];
+    return record;
+  }
+
+  #dispatch(outputs: readonly RequestOutput[]): void {
+    for (const out of outputs) {
+      const h = this.#held.get(out.requestId);
+      if (h === undefined) throw new Error(`bug: output for request ${out.requestId}, which the engine does not hold`);
+      if (out.finishReason !== null) {
+        this.#held.delete(out.requestId);
+        this.#snapshot = null;
+      }
+      h.sink(out);
+    }
+  }
+
+  /** The step loop broke: end everything held with an error, refuse new work, tell the listeners. */
+  #fail(error: Error): void {
+    this.#failure = error;
+    this.#running = false;
+    const steps = this.#log.records();
+    console.error(`headroom: engine failure (a bug); the last ${steps.length} step records follow:`, error);
+    for (const s of steps) console.error(JSON.stringify(s));
+    const message = `the engine failed: ${error.message}`;
+    const held = [...this.#held.values()];
+    this.#held.clear();
+    for (const { req, sink } of held) {
+      try {
+        sink({ requestId: req.id, newTokenIds: [], finishReason: 'error', message, timeline: { ...req.timeline, outcome: 'error' } });
+      } catch (e) {
+        console.error('headroom: a request sink threw while the engine was failing:', e);
+      }
+    }
+    this.#notifyIdle();
+    for (const fn of this.#fatalListeners) fn(error, steps);
+  }
+
   #notifyIdle(): void {
-    if (this.scheduler.numUnfinished > 0 || this.#idleWaiters.length === 0) return;
+    if (this.#held.size > 0 || this.#idleWaiters.length === 0) return;
     const waiters = this.#idleWaiters;
     this.#idleWaiters = [];
     for (const w of waiters) w();

@@ -1,14 +1,18 @@
-// A request's life inside the engine: its tokens, its progress, its output stream and its end.
+// A request's life inside the engine: its tokens, its progress and its end — token ids only.
 //
 // Status is ordered: WAITING < RUNNING < FINISHED_*; a status never moves backwards except
 // RUNNING → WAITING on preemption (the request keeps its generated tokens and recomputes them).
-// Only the scheduler changes `status`, `seqId` and `numComputedTokens`; the API reads events.
+// Only the scheduler changes `status`, `seqId` and `numComputedTokens` and calls `appendToken` /
+// `finish`; what changed is collected with `takeOutput()` after the step (outputs.ts). Text,
+// stop strings and framing belong to the API, after the step.
 //
 // One rule for prefill and decode: `numTokens` is everything the sequence should hold (prompt +
 // generated), `numComputedTokens` what its KV already holds. A step feeds tokens until they meet.
 
-import type { IncrementalDetokenizer, SamplingParams, SeqId } from './runner/runner.ts';
-import { StopMatcher } from './stop-matcher.ts';
+import type { SamplingParams, SeqId } from './plan.ts';
+import type { FinishReason, OutputSource, RequestOutput, RequestTimeline } from './outputs.ts';
+
+export type { FinishReason } from './outputs.ts';
 
 export enum RequestStatus {
   WAITING = 0,
@@ -19,30 +23,31 @@ export enum RequestStatus {
   FINISHED_ERROR = 5,
 }
 
-export type FinishReason = 'stop' | 'length' | 'abort' | 'error';
-
 export const isFinished = (s: RequestStatus): boolean => s >= RequestStatus.FINISHED_STOPPED;
 
-/** What the API hears from a request. Exactly one `finish` event ends every request. */
-export type RequestEvent =
-  | { readonly type: 'delta'; readonly text: string }
-  | { readonly type: 'finish'; readonly reason: FinishReason; readonly promptTokens: number; readonly completionTokens: number; readonly message?: string };
+/** Why the front end ended a request early: the client left (`abort`) or a stop string matched (`stop`). */
+export type EndRequest = 'abort' | 'stop';
 
 export interface RequestInit {
   readonly id: string;
   readonly promptTokens: readonly number[];
   readonly maxTokens: number;
   readonly sampling: SamplingParams;
-  readonly stop: readonly string[];
   readonly ignoreEos: boolean;
   readonly arrivalMs: number;
   readonly sloMs: number;
-  readonly detokenizer: IncrementalDetokenizer;
+  /** End-of-generation test (the tokenizer's). */
   readonly isEog: (token: number) => boolean;
-  readonly onEvent: (ev: RequestEvent) => void;
 }
 
-export class Request {
+const STATUS_OF: Readonly<Record<FinishReason, RequestStatus>> = {
+  stop: RequestStatus.FINISHED_STOPPED,
+  length: RequestStatus.FINISHED_LENGTH,
+  abort: RequestStatus.FINISHED_ABORTED,
+  error: RequestStatus.FINISHED_ERROR,
+};
+
+export class Request implements OutputSource {
   readonly id: string;
   readonly promptTokens: readonly number[];
   readonly maxTokens: number;
@@ -56,24 +61,24 @@ export class Request {
   status = RequestStatus.WAITING;
   /** Tokens (prompt + output) whose KV this request's sequence holds. */
   numComputedTokens = 0;
-  /** Tokens of the prompt found in the prefix cache at admission (for hit-rate accounting). */
+  /** Tokens of the prompt found in the prefix cache when it first got a step (for hit-rate accounting). */
   numCachedTokens = 0;
   seqId: SeqId | null = null;
   /** Set once the sampler for the current sequence has been started (reset on preemption). */
   samplerStarted = false;
   numPreemptions = 0;
-  /** When the request first entered the running set (queue time = admittedMs − arrivalMs). */
-  admittedMs: number | null = null;
+  /** When the request first entered the running set (queue time = scheduledMs − arrivalMs). */
+  scheduledMs: number | null = null;
   firstTokenMs: number | null = null;
   finishedMs: number | null = null;
 
-  readonly #detok: IncrementalDetokenizer;
-  readonly #stop: StopMatcher;
   readonly #isEog: (token: number) => boolean;
-  readonly #onEvent: (ev: RequestEvent) => void;
-  #abortRequested = false;
-  /** A stop string ended generation: what the matcher holds is part of it and is never sent. */
-  #stopMatched = false;
+  #endRequested: EndRequest | null = null;
+  #finishReason: FinishReason | null = null;
+  #message: string | null = null;
+  /** Output tokens already reported by takeOutput(). */
+  #numReported = 0;
+  #finishReported = false;
 
   constructor(init: RequestInit) {
     if (init.promptTokens.length === 0) throw new Error('Request: expected a non-empty prompt');
@@ -85,10 +90,7 @@ export class Request {
     this.ignoreEos = init.ignoreEos;
     this.arrivalMs = init.arrivalMs;
     this.deadlineMs = init.arrivalMs + init.sloMs;
-    this.#detok = init.detokenizer;
-    this.#stop = new StopMatcher(init.stop);
     this.#isEog = init.isEog;
-    this.#onEvent = init.onEvent;
   }
 
   get numTokens(): number {
@@ -112,57 +114,63 @@ export class Request {
     return out;
   }
 
+  /** The front end asked to end it (client gone, or a stop string matched); the scheduler ends it before the next batch. */
   get abortRequested(): boolean {
-    return this.#abortRequested;
+    return this.#endRequested !== null;
   }
 
-  /** The client went away: the scheduler drops the request before its next step. */
-  requestAbort(): void {
-    this.#abortRequested = true;
+  /** How the front end asked to end it: the finish reason the scheduler gives it. */
+  get endReason(): EndRequest {
+    return this.#endRequested ?? 'abort';
   }
 
-  /**
-   * Record a sampled token and stream its text. Returns why the request must end now, or null.
-   * Called by the scheduler only.
-   */
+  /** The first request wins: a stop that races a disconnect stays a stop. */
+  requestAbort(reason: EndRequest = 'abort'): void {
+    this.#endRequested ??= reason;
+  }
+
+  /** Record a sampled token. Returns why the request must end now (EOG, length), or null. Scheduler only. */
   appendToken(token: number, nowMs: number): FinishReason | null {
     this.firstTokenMs ??= nowMs;
-    if (this.#isEog(token) && !this.ignoreEos) {
-      this.outputTokens.push(token);
-      return 'stop';
-    }
     this.outputTokens.push(token);
-    const pushed = this.#stop.push(this.#detok.push(token));
-    if (pushed.text.length > 0) this.#onEvent({ type: 'delta', text: pushed.text });
-    if (pushed.stopped) {
-      this.#stopMatched = true;
-      return 'stop';
-    }
+    if (this.#isEog(token) && !this.ignoreEos) return 'stop';
     if (this.outputTokens.length >= this.maxTokens) return 'length';
     return null;
   }
 
-  /** End the request: flush held text (unless a stop string ended it) and emit the one finish event. */
+  /** End the request. Scheduler only; the next takeOutput() reports it. */
   finish(reason: FinishReason, nowMs: number, message?: string): void {
     if (isFinished(this.status)) throw new Error(`bug: request ${this.id} finished twice`);
-    this.status = {
-      stop: RequestStatus.FINISHED_STOPPED,
-      length: RequestStatus.FINISHED_LENGTH,
-      abort: RequestStatus.FINISHED_ABORTED,
-      error: RequestStatus.FINISHED_ERROR,
-    }[reason];
+    this.status = STATUS_OF[reason];
     this.finishedMs = nowMs;
-    if ((reason === 'length' || reason === 'stop') && !this.#stopMatched) {
-      const tail = this.#stop.flush() + this.#detok.flush();
-      if (tail.length > 0) this.#onEvent({ type: 'delta', text: tail });
-    }
-    const ev: RequestEvent = {
-      type: 'finish',
-      reason,
-      promptTokens: this.promptTokens.length,
-      completionTokens: this.outputTokens.length,
-      ...(message === undefined ? {} : { message }),
+    this.#finishReason = reason;
+    this.#message = message ?? null;
+  }
+
+  get timeline(): RequestTimeline {
+    return {
+      requestId: this.id,
+      arrivalMs: this.arrivalMs,
+      deadlineMs: this.deadlineMs,
+      scheduledMs: this.scheduledMs,
+      firstTokenMs: this.firstTokenMs,
+      finishedMs: this.finishedMs,
+      numPromptTokens: this.promptTokens.length,
+      maxTokens: this.maxTokens,
+      numCachedTokens: this.numCachedTokens,
+      numOutputTokens: this.outputTokens.length,
+      numPreemptions: this.numPreemptions,
+      outcome: this.#finishReason,
     };
-    this.#onEvent(ev);
+  }
+
+  /** Tokens gained and the end, since the last call; null when nothing changed. */
+  takeOutput(): RequestOutput | null {
+    const ended = this.#finishReason !== null && !this.#finishReported;
+    if (this.#numReported === this.outputTokens.length && !ended) return null;
+    const newTokenIds = this.outputTokens.slice(this.#numReported);
+    this.#numReported = this.outputTokens.length;
+    if (ended) this.#finishReported = true;
+    return { requestId: this.id, newTokenIds, finishReason: ended ? this.#finishReason : null, message: ended ? this.#message : null, timeline: this.timeline };
   }
 }

@@ -13,15 +13,15 @@
 import type { Counter as CounterT, Gauge as GaugeT, Histogram as HistogramT } from 'prom-client';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { EngineStats } from '../engine/engine.ts';
-import type { FinishReason } from '../engine/request.ts';
+import type { FinishReason } from '../engine/outputs.ts';
+import type { RefusalReason } from '../backend/refusal.ts';
+import { REFUSAL_REASONS } from '../backend/refusal.ts';
+import type { StepKind } from '../engine/step-record.ts';
 import { admissionBuckets, sloBuckets, stepBuckets, tokenLatencyBuckets } from './buckets.ts';
 
-/** Why the API refused a request (all exist at 0 from the start, so rate() and dashboards see them). */
-export type RefusalReason = 'conformal' | 'capacity' | 'flow_cap' | 'draining';
-export const REFUSAL_REASONS: readonly RefusalReason[] = ['conformal', 'capacity', 'flow_cap', 'draining'];
+// Refusal reasons come from the one vocabulary (backend/refusal.ts); all exist at 0 from the start,
+// so rate() and dashboards see them.
 export const OUTCOMES: readonly FinishReason[] = ['stop', 'length', 'abort', 'error'];
-/** What an engine step did: only prompt tokens, only decodes, or both in one batch. */
-export type StepKind = 'prefill' | 'decode' | 'mixed';
 const STEP_KINDS: readonly StepKind[] = ['prefill', 'decode', 'mixed'];
 
 export interface MetricsOptions {

@@ -3,8 +3,8 @@
 // default; tracing only with an OTLP endpoint. It records, it never decides.
 
 import type { Engine } from '../engine/engine.ts';
-import type { FinishReason, Request } from '../engine/request.ts';
-import type { RefusalReason } from './metrics.ts';
+import type { RefusalReason } from '../backend/refusal.ts';
+import type { FinishReason, RequestTimeline } from '../engine/outputs.ts';
 import { Metrics } from './metrics.ts';
 import { StepMetrics } from './step-observer.ts';
 import type { TracingOptions } from './tracing.ts';
@@ -32,7 +32,7 @@ export class Observability {
       opts.metrics === false
         ? null
         : new Metrics({ sloMs: opts.sloMs, modelName: engine.runner.info.modelId, stats: () => engine.stats(), ...(opts.processMetrics === undefined ? {} : { processMetrics: opts.processMetrics }) });
-    if (this.metrics !== null) engine.onStep(new StepMetrics(this.metrics, () => engine.now()).onStep);
+    if (this.metrics !== null) engine.onStep(new StepMetrics(this.metrics).onStep);
     this.tracer = opts.otelEndpoint === undefined ? null : new RequestTracer({ endpoint: opts.otelEndpoint, ...opts.tracing });
   }
 
@@ -41,19 +41,19 @@ export class Observability {
     this.metrics?.admissionSeconds.observe(ms / 1000);
   }
 
-  refused(req: Request, reason: RefusalReason, traceparent?: string): void {
+  refused(t: RequestTimeline, reason: RefusalReason, traceparent?: string): void {
     this.metrics?.refused(reason);
-    this.tracer?.refused(req, reason, traceparent);
+    this.tracer?.refused(t, reason, traceparent);
   }
 
-  /** Exactly once per admitted request, from its finish event. */
-  finished(req: Request, reason: FinishReason, traceparent?: string): void {
+  /** Exactly once per admitted request (per choice), from its finish event. */
+  finished(t: RequestTimeline, reason: FinishReason, traceparent?: string): void {
     const m = this.metrics;
     if (m !== null) {
       m.finished(reason);
-      if (req.finishedMs !== null) m.e2e.observe((req.finishedMs - req.arrivalMs) / 1000);
+      if (t.finishedMs !== null) m.e2e.observe((t.finishedMs - t.arrivalMs) / 1000);
     }
-    this.tracer?.finished(req, reason, traceparent);
+    this.tracer?.finished(t, reason, traceparent);
   }
 
   /** Flush and stop the exporter (buffered spans are sent). */

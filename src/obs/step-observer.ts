@@ -1,72 +1,53 @@
-// Turns engine steps into per-token and per-step metrics: TTFT, ITL, queue time, prompt and
-// generation tokens, step time by kind. Runs after every step, O(batch size), no allocation for a
-// request already seen.
+// Turns engine step records into per-token and per-step metrics: TTFT, ITL, queue time, prompt and
+// generation tokens, step time by kind. Runs after every step, O(outputs in the step).
 //
-// A request's progress is remembered in a WeakMap keyed by the Request (its tokens counted so far
-// and when the last one came), so nothing here outlives the request or needs a finish hook.
-// A gap that spans a preemption is one long ITL: that is what the client saw.
+// It reads only the step record and each output's timeline, never a live Request. A request's
+// progress (when its last token came) is kept by id until its finishing output. A gap that spans
+// a preemption is one long ITL: that is what the client saw.
 
-import type { Request } from '../engine/request.ts';
-import type { SchedulerPlan } from '../engine/scheduler/scheduler.ts';
-import type { Metrics, StepKind } from './metrics.ts';
-
-interface Progress {
-  /** Output tokens already accounted for. */
-  numOutputTokens: number;
-  /** Engine time of the last token accounted for, ms. */
-  lastTokenMs: number;
-}
+import type { StepKind, StepRecord } from '../engine/step-record.ts';
+import type { Metrics } from './metrics.ts';
 
 export class StepMetrics {
   readonly #metrics: Metrics;
-  readonly #now: () => number;
-  readonly #seen = new WeakMap<Request, Progress>();
+  /** Engine time of the last token seen, per request id still running. */
+  readonly #lastTokenMs = new Map<string, number>();
   readonly #step: Readonly<Record<StepKind, { observe(v: number): void }>>;
 
-  constructor(metrics: Metrics, now: () => number) {
+  constructor(metrics: Metrics) {
     this.#metrics = metrics;
-    this.#now = now;
     const h = metrics.stepSeconds;
     this.#step = { prefill: h.labels({ kind: 'prefill' }), decode: h.labels({ kind: 'decode' }), mixed: h.labels({ kind: 'mixed' }) };
   }
 
   /** The engine's step observer (`engine.onStep`). */
-  readonly onStep = (plan: SchedulerPlan, stepMs: number): void => {
+  readonly onStep = (r: StepRecord): void => {
     const m = this.#metrics;
-    const now = this.#now();
-    let numPrefill = 0;
-    let numDecode = 0;
-    for (let i = 0; i < plan.scheduled.length; i++) {
-      const req = plan.scheduled[i]!.request;
-      const item = plan.runner.items[i];
-      if (item !== undefined && (item.tokens.length > 1 || item.startPos < req.numPromptTokens)) numPrefill++;
-      else numDecode++;
-
-      let p = this.#seen.get(req);
-      if (p === undefined) {
-        p = { numOutputTokens: 0, lastTokenMs: 0 };
-        this.#seen.set(req, p);
-        m.promptTokens(req.numPromptTokens);
-        if (req.admittedMs !== null) m.queueTime.observe((req.admittedMs - req.arrivalMs) / 1000);
-      }
-      const n = req.outputTokens.length;
-      if (n <= p.numOutputTokens) continue;
-      if (p.numOutputTokens === 0 && req.firstTokenMs !== null) {
-        m.ttft.observe((req.firstTokenMs - req.arrivalMs) / 1000);
-        p.lastTokenMs = req.firstTokenMs;
-        p.numOutputTokens = 1;
+    for (const out of r.outputs) {
+      const t = out.timeline;
+      const n = out.newTokenIds.length;
+      const last = this.#lastTokenMs.get(out.requestId);
+      if (last === undefined && n > 0) {
+        // The first output with tokens: the request's prompt, queue time and first token.
+        m.promptTokens(t.numPromptTokens);
+        if (t.scheduledMs !== null) m.queueTime.observe((t.scheduledMs - t.arrivalMs) / 1000);
+        if (t.firstTokenMs !== null) m.ttft.observe((t.firstTokenMs - t.arrivalMs) / 1000);
         m.generationTokens(1);
+        const more = n - 1;
+        if (more > 0) this.#itl(more, r.endMs - (t.firstTokenMs ?? r.endMs));
+        this.#lastTokenMs.set(out.requestId, r.endMs);
+      } else if (last !== undefined && n > 0) {
+        this.#itl(n, r.endMs - last);
+        this.#lastTokenMs.set(out.requestId, r.endMs);
       }
-      const numNew = n - p.numOutputTokens;
-      if (numNew > 0) {
-        const gapS = (now - p.lastTokenMs) / 1000 / numNew;
-        for (let k = 0; k < numNew; k++) m.itl.observe(gapS);
-        m.generationTokens(numNew);
-        p.numOutputTokens = n;
-        p.lastTokenMs = now;
-      }
+      if (out.finishReason !== null) this.#lastTokenMs.delete(out.requestId);
     }
-    const kind: StepKind = numPrefill === 0 ? 'decode' : numDecode === 0 ? 'prefill' : 'mixed';
-    this.#step[kind].observe(stepMs / 1000);
+    this.#step[r.kind].observe((r.endMs - r.startMs) / 1000);
   };
+
+  #itl(numTokens: number, gapMs: number): void {
+    const gapS = gapMs / 1000 / numTokens;
+    for (let k = 0; k < numTokens; k++) this.#metrics.itl.observe(gapS);
+    this.#metrics.generationTokens(numTokens);
+  }
 }

@@ -1,14 +1,14 @@
 // OpenTelemetry traces, off by default: one span per request with its phases as children,
 //
 //   headroom.request  [arrival ─────────────────────────────────────────── finish]
-//     queue           [arrival ── admitted]
-//     prefill                    [admitted ── first token]
+//     queue           [arrival ── scheduled]
+//     prefill                    [scheduled ── first token]
 //     decode                                [first token ───────────────── finish]
 //
 // exported over OTLP/HTTP (JSON) through a batch processor.
 //
-// The spans are built after the fact, when the request finishes, from the timestamps the Request
-// already records (arrivalMs, admittedMs, firstTokenMs, finishedMs). Nothing runs per token or per
+// The spans are built after the fact, when the request finishes, from its timeline record
+// (arrivalMs, scheduledMs, firstTokenMs, finishedMs). Nothing runs per token or per
 // step, so while a request decodes tracing costs it nothing; what is left is a few span objects
 // per finished request and the exporter's periodic POST (measured in bench/obs/tracing-cost.ts).
 // A phase that never began is absent (an abort in the queue has only `queue`). A caller's W3C
@@ -19,8 +19,8 @@ import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace } from '@open
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import type { NodeTracerConfig, SpanExporter } from '@opentelemetry/sdk-trace-node';
 import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
-import type { FinishReason, Request } from '../engine/request.ts';
-import type { RefusalReason } from './metrics.ts';
+import type { RefusalReason } from '../backend/refusal.ts';
+import type { FinishReason, RequestTimeline } from '../engine/outputs.ts';
 
 export interface TracingOptions {
   /** OTLP/HTTP collector: a base URL (`http://host:4318`, `/v1/traces` is appended) or the full traces URL. */
@@ -48,12 +48,12 @@ export class RequestTracer {
   }
 
   /** A finished request: the request span and its phases. Times are engine ms (performance.now()). */
-  finished(req: Request, reason: FinishReason, traceparent?: string): void {
+  finished(req: RequestTimeline, reason: FinishReason, traceparent?: string): void {
     const end = req.finishedMs ?? performance.now();
-    const root = this.#root(req, traceparent, { 'headroom.finish_reason': reason, 'gen_ai.usage.output_tokens': req.outputTokens.length, 'headroom.cached_tokens': req.numCachedTokens, 'headroom.preemptions': req.numPreemptions });
+    const root = this.#root(req, traceparent, { 'headroom.finish_reason': reason, 'gen_ai.usage.output_tokens': req.numOutputTokens, 'headroom.cached_tokens': req.numCachedTokens, 'headroom.preemptions': req.numPreemptions });
     if (reason === 'error') root.setStatus({ code: SpanStatusCode.ERROR });
     const ctx = trace.setSpan(ROOT_CONTEXT, root);
-    const admitted = req.admittedMs;
+    const admitted = req.scheduledMs;
     const first = req.firstTokenMs;
     this.#phase('queue', ctx, req.arrivalMs, admitted ?? end);
     if (admitted !== null) this.#phase('prefill', ctx, admitted, first ?? end);
@@ -62,7 +62,7 @@ export class RequestTracer {
   }
 
   /** A refused request: the request span alone, marked with the reason. */
-  refused(req: Request, reason: RefusalReason, traceparent?: string): void {
+  refused(req: RequestTimeline, reason: RefusalReason, traceparent?: string): void {
     const root = this.#root(req, traceparent, { 'headroom.refusal_reason': reason });
     root.setStatus({ code: SpanStatusCode.ERROR, message: `refused: ${reason}` });
     root.end(epochMs(performance.now()));
@@ -77,8 +77,8 @@ export class RequestTracer {
     return this.#provider.shutdown();
   }
 
-  #root(req: Request, traceparent: string | undefined, extra: Attributes): Span {
-    const attributes: Attributes = { 'headroom.request_id': req.id, 'gen_ai.usage.input_tokens': req.numPromptTokens, 'headroom.max_tokens': req.maxTokens, 'headroom.slo_ms': req.deadlineMs - req.arrivalMs, ...extra };
+  #root(req: RequestTimeline, traceparent: string | undefined, extra: Attributes): Span {
+    const attributes: Attributes = { 'headroom.request_id': req.requestId, 'gen_ai.usage.input_tokens': req.numPromptTokens, 'headroom.max_tokens': req.maxTokens, 'headroom.slo_ms': req.deadlineMs - req.arrivalMs, ...extra };
     return this.#tracer.startSpan('headroom.request', { kind: SpanKind.SERVER, startTime: epochMs(req.arrivalMs), attributes }, parentContext(traceparent));
   }
 

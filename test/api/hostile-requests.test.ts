@@ -53,7 +53,7 @@ const CASES: Case[] = [
   { name: 'temperature above 2', body: chat({ temperature: 5 }), status: 400, code: 'invalid_value', param: 'temperature' },
   { name: 'top_p of 0', body: chat({ top_p: 0 }), status: 400, code: 'invalid_value', param: 'top_p' },
   { name: 'top_p above 1', body: chat({ top_p: 2 }), status: 400, code: 'invalid_value', param: 'top_p' },
-  { name: 'n = 2', body: chat({ n: 2 }), status: 400, code: 'unsupported_value', param: 'n' },
+  { name: 'n = 9 (above the limit of 8)', body: chat({ n: 9 }), status: 400, code: 'unsupported_value', param: 'n' },
   { name: 'five stop strings', body: chat({ stop: ['a', 'b', 'c', 'd', 'e'] }), status: 400, code: 'invalid_value', param: 'stop' },
   { name: 'empty stop string', body: chat({ stop: '' }), status: 400, code: 'invalid_value', param: 'stop' },
   { name: 'stream as a string', body: chat({ stream: 'yes' }), status: 400, code: 'invalid_value', param: 'stream' },

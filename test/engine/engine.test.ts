@@ -6,7 +6,7 @@ import { request } from 'undici';
 import { Engine } from '../../src/engine/engine.ts';
 import { MockRunner } from '../../src/engine/runner/mock/mock-runner.ts';
 import { FifoScheduler } from '../../src/engine/scheduler/fifo.ts';
-import { makeRequest } from '../helpers/engine-driver.ts';
+import { makeRequest, sinkFor } from '../helpers/engine-driver.ts';
 import type { Outcome } from '../helpers/engine-driver.ts';
 import { startTestServer } from '../helpers/headroom.ts';
 
@@ -22,7 +22,8 @@ test('an idle engine sleeps (no schedule calls) and wakes at once on arrival', a
   assert.ok(calls <= 1, `the idle loop called schedule() ${calls} times in 300 ms`);
   const out: Outcome[] = [];
   const t0 = performance.now();
-  engine.submit(makeRequest(engine, { prompt: 'wake up', maxTokens: 3 }, 'w', out));
+  const req = makeRequest(engine, { prompt: 'wake up', maxTokens: 3 }, 'w', out);
+  engine.submit(req, sinkFor(req));
   await engine.whenIdle();
   assert.equal(out[0]!.reason, 'length');
   assert.ok(performance.now() - t0 < 200, 'the arrival woke the loop at once');
@@ -48,7 +49,7 @@ test('the capacity bound refuses with 503 capacity + Retry-After, counted apart'
       assert.ok(Number(r.headers['retry-after']) >= 1);
     });
     const stats = server.headroom.engine.stats();
-    assert.deepEqual(stats.refusals, { capacity: 4, draining: 0 });
+    assert.deepEqual(stats.refusals, { capacity: 4, draining: 0, engine_failed: 0 });
   } finally {
     await server.close();
   }

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { request } from 'undici';
 import { MockRunner } from '../../src/engine/runner/mock/mock-runner.ts';
-import type { RunnerPlan, StepResult } from '../../src/engine/runner/runner.ts';
+import type { RunnerPlan, StepResult } from '../../src/engine/plan.ts';
 import { startTestServer } from '../helpers/headroom.ts';
 import { streamCompletion } from '../helpers/sse.ts';
 

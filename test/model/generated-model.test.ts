@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { makeModel } from '../../src/model/make-model.ts';
 import { PRESETS } from '../../src/model/presets.ts';
 import { LlamaRunner } from '../../src/engine/runner/llama/llama-runner.ts';
-import { asSeqId } from '../../src/engine/runner/runner.ts';
+import { asSeqId } from '../../src/engine/plan.ts';
 
 for (const quant of ['f16', 'q8_0'] as const) {
   test(`a tiny ${quant} model loads and generates varied tokens`, async () => {
@@ -17,7 +17,7 @@ for (const quant of ['f16', 'q8_0'] as const) {
       const runner = new LlamaRunner({ modelPath: made.path, threads: 2, contextTokens: 1024, maxSequences: 2 });
       try {
         assert.equal(runner.info.details['numParams'], made.numParams);
-        const prompt = runner.tokenize('the server keeps every request inside its budget', true);
+        const prompt = runner.tokenizer.tokenize('the server keeps every request inside its budget', true);
         // Temperature 1 at every position: a random model's logits are nearly flat, so finite logits
         // give varied draws; NaN or inf logits would collapse every draw onto one token.
         const sampling = { temperature: 1, topP: 1, seed: 42 };

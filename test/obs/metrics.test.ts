@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { SLO_FRACTIONS, sloBuckets, tokenLatencyBuckets } from '../../src/obs/buckets.ts';
-import { REFUSAL_REASONS } from '../../src/obs/metrics.ts';
+import { REFUSAL_REASONS } from '../../src/backend/refusal.ts';
 import { startTestServer, waitForIdle } from '../helpers/headroom.ts';
 import { complete, pool, sample, scrape, sleep } from './util.ts';
 

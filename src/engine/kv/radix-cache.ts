@@ -39,7 +39,7 @@
 // sit in a lazily-cleaned min-heap on (lastAccess, id), rebuilt in O(nodes) when stale entries
 // outnumber live ones; checkInvariants O(nodes · d + blocks).
 
-import type { KvOp, SeqId } from '../runner/runner.ts';
+import type { KvOp, SeqId } from '../plan.ts';
 import type { BlockId, BlockPool } from './block-pool.ts';
 import { numFullBlocks } from './block-table.ts';
 import { LruHeap } from './lru-heap.ts';

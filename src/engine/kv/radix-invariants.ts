@@ -1,7 +1,7 @@
 // The full invariant check of the radix cache, kept apart so radix-cache.ts stays readable.
 // Every failure is a bug and says which rule broke. O(nodes · depth + blocks + heap entries).
 
-import type { SeqId } from '../runner/runner.ts';
+import type { SeqId } from '../plan.ts';
 import type { BlockPool } from './block-pool.ts';
 import type { HeapEntry } from './lru-heap.ts';
 import { blockKey, isLeaf, type RadixNode } from './radix-node.ts';

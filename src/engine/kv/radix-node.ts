@@ -5,7 +5,7 @@
 // sequence (`ownerSeqId`) whose KV cells hold the node's tokens and its whole root path,
 // positions [0, startToken + key.length). Children are keyed by their first block of tokens.
 
-import type { SeqId } from '../runner/runner.ts';
+import type { SeqId } from '../plan.ts';
 import type { BlockId } from './block-pool.ts';
 
 export interface RadixNode {

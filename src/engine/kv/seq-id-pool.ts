@@ -8,7 +8,7 @@
 // Order: a stack. A fresh pool hands out 0, 1, 2, ...; a released id is the next one acquired.
 // Complexity: everything O(1) but checkInvariants, O(maxSequences).
 
-import { asSeqId, type SeqId } from '../runner/runner.ts';
+import { asSeqId, type SeqId } from '../plan.ts';
 
 export interface SeqIdPoolOptions {
   /** Sequence ids available (llama.cpp's n_seq_max, at most 256 there). */

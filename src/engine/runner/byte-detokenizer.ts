@@ -1,6 +1,6 @@
 // Incremental detokenization for byte-fallback vocabularies: each token's raw bytes go through a
 // UTF-8 accumulator, so a character split across byte tokens is emitted only once it is whole.
-import type { IncrementalDetokenizer } from './runner.ts';
+import type { IncrementalDetokenizer } from '../tokenizer.ts';
 import { Utf8Accumulator } from './utf8-accumulator.ts';
 
 export class ByteDetokenizer implements IncrementalDetokenizer {

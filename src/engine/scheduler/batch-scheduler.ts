@@ -18,8 +18,10 @@
 
 import type { Request } from '../request.ts';
 import { RequestStatus } from '../request.ts';
-import type { FinishReason } from '../request.ts';
-import type { StepItem, StepResult } from '../runner/runner.ts';
+import type { EndRequest, FinishReason } from '../request.ts';
+import { OutputCollector } from '../outputs.ts';
+import type { RequestOutput } from '../outputs.ts';
+import type { StepItem, StepResult } from '../plan.ts';
 import { KvManager } from './kv-manager.ts';
 import type { KvManagerOptions } from './kv-manager.ts';
 import type { ScheduledItem, Scheduler, SchedulerPlan, SchedulerSnapshot } from './scheduler.ts';
@@ -60,6 +62,7 @@ export class BatchScheduler implements Scheduler {
   #oldestWaitingMs: number | null = null;
   #numPreemptions = 0;
   #numRunnerRefusals = 0;
+  readonly #outputs = new OutputCollector();
 
   constructor(opts: BatchSchedulerOptions) {
     const ints: (keyof BatchSchedulerOptions)[] = ['maxBatchTokens', 'maxRunning', 'prefillChunkTokens', 'staticBatchSize'];
@@ -88,8 +91,8 @@ export class BatchScheduler implements Scheduler {
     if (this.#oldestWaitingMs !== null) this.#oldestWaitingMs = Math.min(this.#oldestWaitingMs, req.arrivalMs);
   }
 
-  abort(req: Request): void {
-    req.requestAbort();
+  abort(req: Request, reason: EndRequest = 'abort'): void {
+    req.requestAbort(reason);
     this.#numAbortsPending++;
   }
 
@@ -116,7 +119,8 @@ export class BatchScheduler implements Scheduler {
       this.#admit(budget, scheduled, this.#opts.maxRunning, nowMs);
     }
     const kvOps = this.#kv.takeKvOps();
-    if (scheduled.length === 0) return { ...emptySchedulerPlan(wakeAtMs), runner: { kvOps, items: [] } };
+    const outputs = this.#outputs.take();
+    if (scheduled.length === 0) return { ...emptySchedulerPlan(wakeAtMs), runner: { kvOps, items: [] }, outputs };
     const items = scheduled.map(({ request: r, numNewTokens: n }): StepItem => ({
       requestId: r.id,
       seqId: r.seqId!,
@@ -126,10 +130,10 @@ export class BatchScheduler implements Scheduler {
       resetSampler: !r.samplerStarted,
       sampling: r.sampling,
     }));
-    return { runner: { kvOps, items }, scheduled, wakeAtMs: null };
+    return { runner: { kvOps, items }, scheduled, wakeAtMs: null, outputs };
   }
 
-  update(plan: SchedulerPlan, result: StepResult, nowMs: number): void {
+  update(plan: SchedulerPlan, result: StepResult, nowMs: number): RequestOutput[] {
     if (!result.ok) {
       const live = plan.scheduled.map((s) => s.request).filter((r) => r.status === RequestStatus.RUNNING);
       if (result.reason === 'no_kv_slot') {
@@ -139,7 +143,7 @@ export class BatchScheduler implements Scheduler {
       } else {
         for (const r of live) this.#end(r, 'error', nowMs, `the model runner failed: ${result.message}`);
       }
-      return;
+      return this.#outputs.take();
     }
     plan.scheduled.forEach(({ request: req, numNewTokens }, i) => {
       if (req.status !== RequestStatus.RUNNING) return;
@@ -150,8 +154,10 @@ export class BatchScheduler implements Scheduler {
       const token = result.sampled[i];
       if (token == null) return;
       const reason = req.appendToken(token, nowMs);
+      this.#outputs.touch(req);
       if (reason !== null) this.#end(req, reason, nowMs);
     });
+    return this.#outputs.take();
   }
 
   snapshot(): SchedulerSnapshot {
@@ -229,7 +235,7 @@ export class BatchScheduler implements Scheduler {
       req.numComputedTokens = r.numCachedTokens;
       if (req.numPreemptions === 0) req.numCachedTokens = r.numCachedTokens;
       req.samplerStarted = false;
-      req.admittedMs ??= nowMs;
+      req.scheduledMs ??= nowMs;
       this.#running.push(req);
       if (r.numNewTokens > 0) scheduled.push({ request: req, numNewTokens: r.numNewTokens });
       budget.tokens -= r.numNewTokens;
@@ -265,13 +271,17 @@ export class BatchScheduler implements Scheduler {
     this.#running = this.#running.filter((r) => r !== req);
     req.seqId = null;
     req.finish(reason, nowMs, message);
+    this.#outputs.touch(req);
   }
 
   #dropAborted(nowMs: number): void {
     if (this.#numAbortsPending === 0) return; // cost guard: the O(queue) scan runs only when a client left
     this.#numAbortsPending = 0;
-    for (const r of this.#waiting.removeWhere((x) => x.abortRequested)) r.finish('abort', nowMs);
+    for (const r of this.#waiting.removeWhere((x) => x.abortRequested)) {
+      r.finish(r.endReason, nowMs);
+      this.#outputs.touch(r);
+    }
     this.#oldestWaitingMs = null;
-    for (const r of this.#running.filter((x) => x.abortRequested)) this.#end(r, 'abort', nowMs);
+    for (const r of this.#running.filter((x) => x.abortRequested)) this.#end(r, r.endReason, nowMs);
   }
 }

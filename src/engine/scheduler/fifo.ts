@@ -4,8 +4,11 @@
 
 import type { Request } from '../request.ts';
 import { RequestStatus } from '../request.ts';
-import type { KvOp, StepItem, StepResult } from '../runner/runner.ts';
-import { asSeqId } from '../runner/runner.ts';
+import type { EndRequest, FinishReason } from '../request.ts';
+import { OutputCollector } from '../outputs.ts';
+import type { RequestOutput } from '../outputs.ts';
+import type { KvOp, StepItem, StepResult } from '../plan.ts';
+import { asSeqId } from '../plan.ts';
 import type { Scheduler, SchedulerPlan, SchedulerSnapshot } from './scheduler.ts';
 import { emptySchedulerPlan } from './scheduler.ts';
 import { WaitQueue } from './wait-queue.ts';
@@ -22,6 +25,7 @@ export class FifoScheduler implements Scheduler {
   readonly #waiting = new WaitQueue();
   #running: Request | null = null;
   #pendingKvOps: KvOp[] = [];
+  readonly #outputs = new OutputCollector();
 
   constructor(opts: FifoOptions) {
     if (!(opts.maxBatchTokens >= 1)) throw new Error(`FifoScheduler: expected maxBatchTokens ≥ 1, got ${opts.maxBatchTokens}`);
@@ -36,13 +40,16 @@ export class FifoScheduler implements Scheduler {
     this.#waiting.push(req);
   }
 
-  abort(req: Request): void {
-    req.requestAbort();
+  abort(req: Request, reason: EndRequest = 'abort'): void {
+    req.requestAbort(reason);
   }
 
   schedule(nowMs: number): SchedulerPlan {
-    for (const r of this.#waiting.removeWhere((x) => x.abortRequested)) r.finish('abort', nowMs);
-    if (this.#running?.abortRequested === true) this.#end(this.#running, 'abort', nowMs);
+    for (const r of this.#waiting.removeWhere((x) => x.abortRequested)) {
+      r.finish(r.endReason, nowMs);
+      this.#outputs.touch(r);
+    }
+    if (this.#running?.abortRequested === true) this.#end(this.#running, this.#running.endReason, nowMs);
     if (this.#running === null) {
       const next = this.#waiting.pop();
       if (next !== undefined) {
@@ -50,14 +57,15 @@ export class FifoScheduler implements Scheduler {
         next.seqId = SEQ;
         next.numComputedTokens = 0;
         next.samplerStarted = false;
-        next.admittedMs ??= nowMs;
+        next.scheduledMs ??= nowMs;
         this.#running = next;
       }
     }
     const kvOps = this.#pendingKvOps;
     this.#pendingKvOps = [];
     const req = this.#running;
-    if (req === null) return { ...emptySchedulerPlan(), runner: { kvOps, items: [] } };
+    const outputs = this.#outputs.take();
+    if (req === null) return { ...emptySchedulerPlan(), runner: { kvOps, items: [] }, outputs };
     const from = req.numComputedTokens;
     const n = Math.min(req.numTokens - from, this.#opts.maxBatchTokens);
     const item: StepItem = {
@@ -69,10 +77,10 @@ export class FifoScheduler implements Scheduler {
       resetSampler: !req.samplerStarted,
       sampling: req.sampling,
     };
-    return { runner: { kvOps, items: [item] }, scheduled: [{ request: req, numNewTokens: n }], wakeAtMs: null };
+    return { runner: { kvOps, items: [item] }, scheduled: [{ request: req, numNewTokens: n }], wakeAtMs: null, outputs };
   }
 
-  update(plan: SchedulerPlan, result: StepResult, nowMs: number): void {
+  update(plan: SchedulerPlan, result: StepResult, nowMs: number): RequestOutput[] {
     plan.scheduled.forEach(({ request: req, numNewTokens }, i) => {
       if (req !== this.#running) return; // already ended (cannot happen in FIFO, kept for symmetry)
       if (!result.ok) {
@@ -84,8 +92,10 @@ export class FifoScheduler implements Scheduler {
       const token = result.sampled[i];
       if (token === null || token === undefined) return;
       const reason = req.appendToken(token, nowMs);
+      this.#outputs.touch(req);
       if (reason !== null) this.#end(req, reason, nowMs);
     });
+    return this.#outputs.take();
   }
 
   snapshot(): SchedulerSnapshot {
@@ -106,8 +116,9 @@ export class FifoScheduler implements Scheduler {
     }
   }
 
-  #end(req: Request, reason: 'stop' | 'length' | 'abort' | 'error', nowMs: number, message?: string): void {
+  #end(req: Request, reason: FinishReason, nowMs: number, message?: string): void {
     req.finish(reason, nowMs, message);
+    this.#outputs.touch(req);
     req.seqId = null;
     this.#running = null;
     this.#pendingKvOps.push({ kind: 'remove', seqId: SEQ, p0: 0, p1: -1 });

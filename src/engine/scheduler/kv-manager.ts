@@ -16,7 +16,7 @@
 // Protocol per request (see radix-cache.ts): admit → (grow)* → onComputed (inserts once the
 // sequence has caught up) → release (finish, abort or preemption).
 
-import type { KvOp, SeqId } from '../runner/runner.ts';
+import type { KvOp, SeqId } from '../plan.ts';
 import { BlockPool } from '../kv/block-pool.ts';
 import type { BlockId } from '../kv/block-pool.ts';
 import type { BlockTable } from '../kv/block-table.ts';

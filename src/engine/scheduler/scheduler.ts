@@ -2,11 +2,13 @@
 //
 // Decide → execute → apply: `schedule(now)` returns a plan (plain data; it may reserve KV
 // bookkeeping but never runs the model), the engine hands `plan.runner` to the runner, and
-// `update(plan, result, now)` applies what came back. Only the scheduler moves requests between
-// its queues and finishes them; it never reads a clock (time comes in as `nowMs`).
+// `update(plan, result, now)` applies what came back and returns what each request gained (outputs
+// as data). Only the scheduler moves requests between its queues and finishes them; it never
+// reads a clock (time comes in as `nowMs`).
 
-import type { Request } from '../request.ts';
-import type { RunnerPlan, StepResult } from '../runner/runner.ts';
+import type { EndRequest, Request } from '../request.ts';
+import type { RequestOutput } from '../outputs.ts';
+import type { RunnerPlan, StepResult } from '../plan.ts';
 
 export interface ScheduledItem {
   /** The request this runner item belongs to (same index as in `runner.items`). */
@@ -22,12 +24,15 @@ export interface SchedulerPlan {
   readonly scheduled: readonly ScheduledItem[];
   /** Nothing to run now but there is work: re-schedule at this time (static batching's fill timeout). */
   readonly wakeAtMs: number | null;
+  /** Requests that ended while the step was planned (their client left, or a stop string matched). */
+  readonly outputs: readonly RequestOutput[];
 }
 
 export const emptySchedulerPlan = (wakeAtMs: number | null = null): SchedulerPlan => ({
   runner: { kvOps: [], items: [] },
   scheduled: [],
   wakeAtMs,
+  outputs: [],
 });
 
 /** KV facts for /stats and metrics; null fields where a scheduler has no such notion. */
@@ -58,10 +63,11 @@ export interface Scheduler {
   readonly name: 'fifo' | 'static' | 'continuous';
   /** Take a new request into the wait queue. */
   add(req: Request): void;
-  /** The client left: mark the request; it is dropped (and its KV freed) before the next batch. */
-  abort(req: Request): void;
+  /** The front end ended it (client left, stop string): it is finished (and its KV freed) before the next batch. */
+  abort(req: Request, reason?: EndRequest): void;
   schedule(nowMs: number): SchedulerPlan;
-  update(plan: SchedulerPlan, result: StepResult, nowMs: number): void;
+  /** Apply a step's result; returns, per request touched, the tokens it gained and whether it ended. */
+  update(plan: SchedulerPlan, result: StepResult, nowMs: number): RequestOutput[];
   /** Requests not yet finished (waiting or running). */
   readonly numUnfinished: number;
   snapshot(): SchedulerSnapshot;

@@ -6,7 +6,7 @@ import type { BlockTable } from '../../../src/engine/kv/block-table.ts';
 import { PagedKv } from '../../../src/engine/kv/paged-kv.ts';
 import { RadixCache, type CacheHandle } from '../../../src/engine/kv/radix-cache.ts';
 import { SeqIdPool } from '../../../src/engine/kv/seq-id-pool.ts';
-import type { SeqId } from '../../../src/engine/runner/runner.ts';
+import type { SeqId } from '../../../src/engine/plan.ts';
 import { propertyParams } from './property-support.ts';
 
 const ids = (...n: number[]): BlockId[] => n.map(asBlockId);

@@ -12,7 +12,7 @@ import { numBlocksNeeded, type BlockTable } from '../../../src/engine/kv/block-t
 import { PagedKv } from '../../../src/engine/kv/paged-kv.ts';
 import { RadixCache, type CacheHandle } from '../../../src/engine/kv/radix-cache.ts';
 import { SeqIdPool } from '../../../src/engine/kv/seq-id-pool.ts';
-import type { KvOp, SeqId } from '../../../src/engine/runner/runner.ts';
+import type { KvOp, SeqId } from '../../../src/engine/plan.ts';
 import { Coverage, prng, propertyParams } from './property-support.ts';
 
 interface Req {

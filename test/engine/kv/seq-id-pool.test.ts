@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { SeqIdPool } from '../../../src/engine/kv/seq-id-pool.ts';
-import type { SeqId } from '../../../src/engine/runner/runner.ts';
+import type { SeqId } from '../../../src/engine/plan.ts';
 import { propertyParams } from './property-support.ts';
 
 describe('SeqIdPool', () => {

@@ -8,7 +8,7 @@ import { createScheduler } from '../../../src/engine/scheduler/factory.ts';
 import type { SchedulerConfig } from '../../../src/engine/scheduler/factory.ts';
 import type { BatchScheduler } from '../../../src/engine/scheduler/batch-scheduler.ts';
 import type { Request } from '../../../src/engine/request.ts';
-import { makeEngine, makeRequest, runJobs } from '../../helpers/engine-driver.ts';
+import { deliver, makeEngine, makeRequest, runJobs } from '../../helpers/engine-driver.ts';
 import type { Outcome } from '../../helpers/engine-driver.ts';
 
 const longPrompt = (tag: string, words = 60): string => `${tag}: ${'the river and the stone '.repeat(words / 5)}`;
@@ -17,7 +17,8 @@ const longPrompt = (tag: string, words = 60): string => `${tag}: ${'the river an
 async function stepUntilIdle(s: ReturnType<typeof createScheduler>, runner: MockRunner, onStep: (ids: string[], step: number) => void | Promise<void>): Promise<void> {
   for (let step = 0; step < 10_000 && s.numUnfinished > 0; step++) {
     const plan = s.schedule(step);
-    s.update(plan, await runner.execute(plan.runner), step);
+    deliver(plan.outputs);
+    deliver(s.update(plan, await runner.execute(plan.runner), step));
     s.checkInvariants();
     await onStep(plan.scheduled.map((x) => x.request.id), step);
   }
@@ -82,11 +83,12 @@ test('chunked prefill: no step carries more than the token budget, decodes ride 
   let mixed = 0;
   for (let step = 0; s.numUnfinished > 0 && step < 1000; step++) {
     const plan = s.schedule(step);
+    deliver(plan.outputs);
     const n = plan.runner.items.reduce((a, it) => a + it.tokens.length, 0);
     assert.ok(n <= 64, `step ${step} carried ${n} tokens`);
     for (const it of plan.runner.items) if (it.tokens.length > 1) assert.ok(it.tokens.length <= 32);
     if (plan.runner.items.some((it) => it.tokens.length === 1) && plan.runner.items.some((it) => it.tokens.length > 1)) mixed++;
-    s.update(plan, await runner.execute(plan.runner), step);
+    deliver(s.update(plan, await runner.execute(plan.runner), step));
   }
   assert.ok(mixed > 0, 'decode steps of one request shared steps with the other request\'s prefill chunks');
 });
@@ -124,7 +126,8 @@ async function randomWorkload(config: SchedulerConfig, seed: number, numCells: n
       if (victim.reason === null) sched.abort(victim.request);
     }
     const plan = sched.schedule(step);
-    sched.update(plan, await runner.execute(plan.runner), step);
+    deliver(plan.outputs);
+    deliver(sched.update(plan, await runner.execute(plan.runner), step));
     sched.checkInvariants();
   }
   // One last step applies the KV operations of the final finishes.
@@ -184,12 +187,14 @@ test('a burst of requests with one system prompt: duplicated prefix cells stay a
   const engineLike = { runner, now: () => 0 } as unknown as Parameters<typeof makeRequest>[0];
   for (let k = 0; k < 3; k++) sched.add(makeRequest(engineLike, { prompt: [1, ...sys, ...tail(k)], maxTokens: 1 }, `burst-${k}`, out));
   const first = sched.schedule(0);
+  deliver(first.outputs);
   assert.equal(first.scheduled.length, 3, 'the burst is prefilled in one step');
-  sched.update(first, await runner.execute(first.runner), 0);
+  deliver(sched.update(first, await runner.execute(first.runner), 0));
   sched.add(makeRequest(engineLike, { prompt: Array.from({ length: 300 }, (_, i) => 260 + (i % 90)), maxTokens: 4 }, 'big', out));
   for (let step = 1; step < 50 && sched.numUnfinished > 0; step++) {
     const plan = sched.schedule(step);
-    sched.update(plan, await runner.execute(plan.runner), step);
+    deliver(plan.outputs);
+    deliver(sched.update(plan, await runner.execute(plan.runner), step));
     sched.checkInvariants();
   }
   assert.equal(sched.numRunnerRefusals, 0, 'the runner refused a batch the accounting admitted');
@@ -234,12 +239,13 @@ test('decode-first: every decoding request gets its token in every step, and pro
     if (step === 3) for (let i = 0; i < 6; i++) s.add(req(runner, `long-${i}`, longPrompt(`long ${i}`, 150), 4, 3, out));
     const decoding = out.filter((o) => o.reason === null && o.request.numComputedTokens > 0 && o.request.numComputedTokens === o.request.numTokens - 1).map((o) => o.request.id);
     const plan = s.schedule(step);
+    deliver(plan.outputs);
     const ids = new Set(plan.scheduled.map((x) => x.request.id));
     stalls += decoding.filter((id) => !ids.has(id)).length;
     const prompt = plan.scheduled.filter((x) => x.numNewTokens > 1).reduce((a, x) => a + x.numNewTokens, 0);
     assert.ok(prompt <= 64, `step ${step} carried ${prompt} prompt tokens`);
     if (prompt > 0) promptSteps++;
-    s.update(plan, await runner.execute(plan.runner), step);
+    deliver(s.update(plan, await runner.execute(plan.runner), step));
   }
   assert.ok(promptSteps > 10, 'the long prompts were chunked over many steps');
   assert.equal(stalls, 0, 'a decoding request was left out of a step');

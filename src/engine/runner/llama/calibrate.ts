@@ -2,8 +2,8 @@
 // tokenize time, and the addon's own overhead per step (JS-side execute() time minus the C++-side
 // llama_decode and sampling time). Every figure is a median over repeats, with min and max: the
 // machines are shared and noisy. Results feed SLO and rate choices (results/calibration/).
-import { asSeqId } from '../runner.ts';
-import type { RunnerPlan, StepItem } from '../runner.ts';
+import { asSeqId } from '../../plan.ts';
+import type { RunnerPlan, StepItem } from '../../plan.ts';
 import type { LlamaRunner } from './llama-runner.ts';
 
 export interface Spread {
@@ -100,7 +100,7 @@ export function calibrationPrompt(runner: LlamaRunner, n: number, salt = 0): num
   const words = 'the model serves each request inside its latency budget while the queue grows and the cache keeps shared prefixes warm'.split(' ');
   let text = '';
   for (let i = 0; text.length < n * 10; i++) text += `${words[(i * 5 + salt) % words.length]} `;
-  const toks = runner.tokenize(text, true).slice(0, n);
+  const toks = runner.tokenizer.tokenize(text, true).slice(0, n);
   if (toks.length < n) throw new Error(`bug: calibration prompt has ${toks.length} tokens, wanted ${n}`);
   return toks;
 }
@@ -110,13 +110,13 @@ export async function calibrate(runner: LlamaRunner, opts: CalibrationOptions): 
   // Tokenize: the text of ~512 tokens, 20 times.
   const text512 = (() => {
     const ids = calibrationPrompt(runner, 512);
-    const d = runner.detokenizer();
+    const d = runner.tokenizer.detokenizer();
     return ids.map((t) => d.push(t)).join('') + d.flush();
   })();
   const tokTimes: number[] = [];
   for (let i = 0; i < 20; i++) {
     const t0 = performance.now();
-    const n = runner.tokenize(text512, true).length;
+    const n = runner.tokenizer.tokenize(text512, true).length;
     tokTimes.push(((performance.now() - t0) * 512) / n);
   }
   const tokenizeMsPer512Tokens = spread(tokTimes);

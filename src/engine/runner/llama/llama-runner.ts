@@ -8,17 +8,11 @@
 //   leaves the KV state as it was (llama_decode restores it); it never throws.
 // - Threads are always explicit (default 2): llama.cpp's own default oversubscribes small machines.
 import { basename } from 'node:path';
-import type {
-  ChatMessage,
-  IncrementalDetokenizer,
-  Runner,
-  RunnerInfo,
-  RunnerPlan,
-  StepResult,
-} from '../runner.ts';
+import type { Runner, RunnerInfo } from '../runner.ts';
+import type { RunnerPlan, StepResult } from '../../plan.ts';
 import { loadLlamaAddon, llamaBinsDir } from './addon.ts';
 import type { AddonContext, AddonDecodeResult } from './addon.ts';
-import { ByteDetokenizer } from '../byte-detokenizer.ts';
+import { LlamaTokenizer } from './llama-tokenizer.ts';
 
 export interface LlamaRunnerOptions {
   /** Path of a GGUF model. */
@@ -62,10 +56,8 @@ function positiveInt(name: string, value: number | undefined, dflt: number, max 
 
 export class LlamaRunner implements Runner {
   readonly info: RunnerInfo;
+  readonly tokenizer: LlamaTokenizer;
   readonly #ctx: AddonContext;
-  readonly #pieces = new Map<number, Uint8Array>();
-  readonly #eog = new Map<number, boolean>();
-  readonly #chatTemplate: string;
   #inflight: Promise<AddonDecodeResult> | null = null;
   #closed = false;
   #lastTiming: StepTiming | null = null;
@@ -90,10 +82,7 @@ export class LlamaRunner implements Runner {
       verbose: opts.verbose ?? false,
     });
     const ci = this.#ctx.info();
-    const ggufTemplate = this.#ctx.chatTemplate();
-    // Use the GGUF's template when llama.cpp recognises it; ChatML otherwise.
-    const probe = [{ role: 'user', content: 'x' }];
-    this.#chatTemplate = ggufTemplate !== null && this.#ctx.applyChatTemplate(probe, ggufTemplate) !== null ? ggufTemplate : 'chatml';
+    this.tokenizer = new LlamaTokenizer(this.#ctx, ci.nVocab);
     this.info = {
       name: 'llama',
       modelId: opts.modelId ?? basename(opts.modelPath).replace(/\.gguf$/i, ''),
@@ -109,7 +98,7 @@ export class LlamaRunner implements Runner {
         trainedContextTokens: ci.nCtxTrain,
         microBatchTokens: ci.nUbatch,
         threads: ci.threads,
-        chatTemplate: this.#chatTemplate === 'chatml' ? (ggufTemplate === null ? 'chatml (none in GGUF)' : 'chatml (GGUF template not recognised)') : 'gguf',
+        chatTemplate: this.tokenizer.chatTemplateSource,
       },
     };
   }
@@ -117,30 +106,6 @@ export class LlamaRunner implements Runner {
   /** Timing of the last successful or refused forward pass (null before the first). */
   get lastTiming(): StepTiming | null {
     return this.#lastTiming;
-  }
-
-  tokenize(text: string, addBos: boolean): number[] {
-    return Array.from(this.#ctx.tokenize(text, addBos, true));
-  }
-
-  detokenizer(): IncrementalDetokenizer {
-    return new ByteDetokenizer((t) => this.#piece(t));
-  }
-
-  applyChatTemplate(messages: readonly ChatMessage[]): string {
-    const msgs = messages.map((m) => ({ role: m.role, content: m.content }));
-    const text = this.#ctx.applyChatTemplate(msgs, this.#chatTemplate);
-    if (text === null) throw new Error(`bug: chat template ${this.#chatTemplate.slice(0, 40)} was accepted at load but not now`);
-    return text;
-  }
-
-  isEog(token: number): boolean {
-    let v = this.#eog.get(token);
-    if (v === undefined) {
-      v = this.#ctx.isEog(token);
-      this.#eog.set(token, v);
-    }
-    return v;
   }
 
   async execute(plan: RunnerPlan): Promise<StepResult> {
@@ -210,14 +175,5 @@ export class LlamaRunner implements Runner {
     this.#closed = true;
     if (this.#inflight !== null) await this.#inflight.catch(() => undefined);
     this.#ctx.close();
-  }
-
-  #piece(token: number): Uint8Array {
-    let p = this.#pieces.get(token);
-    if (p === undefined) {
-      p = new Uint8Array(this.#ctx.tokenPiece(token));
-      this.#pieces.set(token, p);
-    }
-    return p;
   }
 }

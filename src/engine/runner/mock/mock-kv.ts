@@ -5,7 +5,7 @@
 //
 // Per sequence: an array position → cell id. Per cell: how many sequences hold it.
 
-import type { KvOp, SeqId } from '../runner.ts';
+import type { KvOp, SeqId } from '../../plan.ts';
 
 export class MockKv {
   readonly numCells: number;

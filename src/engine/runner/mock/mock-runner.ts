@@ -9,10 +9,10 @@
 // tokens" and cache on/off equivalence tests rely on that. It keeps a simulated
 // unified KV pool (MockKv) and refuses a step that does not fit, as llama.cpp does.
 
-import { ByteDetokenizer } from '../byte-detokenizer.ts';
-import type { ChatMessage, IncrementalDetokenizer, Runner, RunnerInfo, RunnerPlan, StepResult } from '../runner.ts';
+import type { Runner, RunnerInfo } from '../runner.ts';
+import type { RunnerPlan, StepResult } from '../../plan.ts';
 import { MockKv } from './mock-kv.ts';
-import { BOS_ID, EMOJI_BYTE_TOKENS, EOS_ID, MOCK_GENERATION_POOL, MOCK_VOCAB_SIZE, encode, tokenBytes } from './mock-tokenizer.ts';
+import { BOS_ID, EMOJI_BYTE_TOKENS, EOS_ID, MOCK_GENERATION_POOL, MOCK_VOCAB_SIZE, MockTokenizer } from './mock-tokenizer.ts';
 
 export interface MockCostModel {
   /** Fixed cost of every forward pass, ms. */
@@ -51,6 +51,7 @@ function hash(...values: number[]): number {
 
 export class MockRunner implements Runner {
   readonly info: RunnerInfo;
+  readonly tokenizer = new MockTokenizer();
   readonly #cost: MockCostModel;
   readonly #eosProbability: number;
   readonly #kv: MockKv;
@@ -82,22 +83,6 @@ export class MockRunner implements Runner {
 
   get numUsedCells(): number {
     return this.#kv.numUsedCells;
-  }
-
-  tokenize(text: string, addBos: boolean): number[] {
-    return encode(text, addBos);
-  }
-
-  detokenizer(): IncrementalDetokenizer {
-    return new ByteDetokenizer(tokenBytes);
-  }
-
-  applyChatTemplate(messages: readonly ChatMessage[]): string {
-    return messages.map((m) => `<|im_start|>${m.role}\n${m.content}<|im_end|>\n`).join('') + '<|im_start|>assistant\n';
-  }
-
-  isEog(token: number): boolean {
-    return token === EOS_ID;
   }
 
   async execute(plan: RunnerPlan): Promise<StepResult> {

@@ -4,6 +4,9 @@
 // (any UTF-8) encodes and decodes back to itself. Multi-byte characters without a word piece
 // become several byte tokens: the detokenizer must reassemble them (as with a real model).
 
+import { ByteDetokenizer } from '../byte-detokenizer.ts';
+import type { ChatMessage, IncrementalDetokenizer, Tokenizer } from '../../tokenizer.ts';
+
 export const UNK_ID = 0;
 export const BOS_ID = 1;
 export const EOS_ID = 2;
@@ -62,4 +65,25 @@ export function tokenBytes(token: number): Uint8Array {
   if (token >= WORD_BASE && token < MOCK_VOCAB_SIZE) return PIECE_BYTES[token - WORD_BASE]!;
   if (token >= BYTE_BASE && token < WORD_BASE) return Uint8Array.of(token - BYTE_BASE);
   return new Uint8Array(0);
+}
+
+/** The mock vocabulary as a Tokenizer, with a ChatML-shaped template. */
+export class MockTokenizer implements Tokenizer {
+  readonly vocabSize = MOCK_VOCAB_SIZE;
+
+  tokenize(text: string, addBos: boolean): number[] {
+    return encode(text, addBos);
+  }
+
+  detokenizer(): IncrementalDetokenizer {
+    return new ByteDetokenizer(tokenBytes);
+  }
+
+  applyChatTemplate(messages: readonly ChatMessage[]): string {
+    return messages.map((m) => `<|im_start|>${m.role}\n${m.content}<|im_end|>\n`).join('') + '<|im_start|>assistant\n';
+  }
+
+  isEog(token: number): boolean {
+    return token === EOS_ID;
+  }
 }

@@ -26,7 +26,7 @@ const clear = (...seqs: number[]) => seqs.map((s) => ({ kind: 'remove' as const,
 
 test('two sequences decoded in one batch give the same greedy tokens as each decoded alone', async (t) => {
   const a = promptOf(runner, 120);
-  const b = runner.tokenize('A different prompt: 12 cats, 7 dogs, and one very long sentence about the sea and the moon.', true);
+  const b = runner.tokenizer.tokenize('A different prompt: 12 cats, 7 dogs, and one very long sentence about the sea and the moon.', true);
   // Alone: every position of A, then of B, each in its own forward pass.
   const aloneA = await run(runner, plan(everyPosition(0, a, 0), clear(0, 1)));
   const aloneB = await run(runner, plan(everyPosition(1, b, 0), clear(0, 1)));

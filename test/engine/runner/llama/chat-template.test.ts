@@ -22,8 +22,8 @@ async function templated(chatTemplate: string | undefined): Promise<{ text: stri
     makeModel({ shape: MICRO, quant: 'f16', seed: 1, out, ...(chatTemplate === undefined ? {} : { chatTemplate }) });
     const r = await openTinyRunner({ modelPath: out, contextTokens: 256 });
     try {
-      const text = r.applyChatTemplate(messages);
-      return { text, source: r.info.details['chatTemplate'], tokens: r.tokenize(text, true) };
+      const text = r.tokenizer.applyChatTemplate(messages);
+      return { text, source: r.info.details['chatTemplate'], tokens: r.tokenizer.tokenize(text, true) };
     } finally {
       await r.close();
     }

@@ -3,8 +3,8 @@
 import { ensureDefaultModel } from '../../../../src/model/default-model.ts';
 import { LlamaRunner } from '../../../../src/engine/runner/llama/llama-runner.ts';
 import type { LlamaRunnerOptions } from '../../../../src/engine/runner/llama/llama-runner.ts';
-import { asSeqId } from '../../../../src/engine/runner/runner.ts';
-import type { RunnerPlan, StepItem } from '../../../../src/engine/runner/runner.ts';
+import { asSeqId } from '../../../../src/engine/plan.ts';
+import type { RunnerPlan, StepItem } from '../../../../src/engine/plan.ts';
 
 export const GREEDY = { temperature: 0, topP: 1, seed: 0 } as const;
 
@@ -39,7 +39,7 @@ export function promptOf(runner: LlamaRunner, n: number): number[] {
   const words = 'the server keeps every request inside its latency budget and refuses the rest at once while the queue'.split(' ');
   let text = '';
   for (let i = 0; text.length < n * 8; i++) text += `${words[(i * 7) % words.length]} `;
-  return runner.tokenize(text, true).slice(0, n);
+  return runner.tokenizer.tokenize(text, true).slice(0, n);
 }
 
 export function agreement(a: readonly (number | null)[], b: readonly (number | null)[]): number {

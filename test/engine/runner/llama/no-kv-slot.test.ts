@@ -2,7 +2,7 @@
 // resolves { ok: false, reason: 'no_kv_slot' }, never throws or crashes, and keeps working.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { asSeqId } from '../../../../src/engine/runner/runner.ts';
+import { asSeqId } from '../../../../src/engine/plan.ts';
 import { item, openTinyRunner, plan, promptOf, run } from './fixture.ts';
 
 test('a batch with no KV slot resolves as no_kv_slot and the runner keeps working', async () => {

@@ -5,7 +5,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { LlamaRunner } from '../../../../src/engine/runner/llama/llama-runner.ts';
-import { asSeqId } from '../../../../src/engine/runner/runner.ts';
+import { asSeqId } from '../../../../src/engine/plan.ts';
 import { agreement, everyPosition, item, openTinyRunner, plan, promptOf, run } from './fixture.ts';
 
 let runner: LlamaRunner;

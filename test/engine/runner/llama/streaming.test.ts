@@ -25,7 +25,7 @@ after(async () => {
 
 /** Streams `tokens` through a fresh detokenizer; returns the chunks (flush last). */
 function stream(r: Runner, tokens: readonly number[]): string[] {
-  const d = r.detokenizer();
+  const d = r.tokenizer.detokenizer();
   const chunks = tokens.map((t) => d.push(t));
   chunks.push(d.flush());
   return chunks;
@@ -35,7 +35,7 @@ const isWellFormed = (s: string): boolean => !/[\uD800-\uDBFF](?![\uDC00-\uDFFF]
 
 test('multi-byte characters split over byte tokens are never emitted in halves', () => {
   const text = 'naïve café — 日本語のテキスト 🙂👍🏽 Ελληνικά';
-  const tokens = runner.tokenize(text, false);
+  const tokens = runner.tokenizer.tokenize(text, false);
   assert.ok(tokens.length > [...text].length / 2, 'expected byte-fallback tokens for non-ASCII text');
   const chunks = stream(runner, tokens);
   for (const c of chunks) {
@@ -49,7 +49,7 @@ test('multi-byte characters split over byte tokens are never emitted in halves',
 test('property: streaming any text round-trips it, chunk by chunk', () => {
   fc.assert(
     fc.property(fc.string({ unit: 'grapheme', maxLength: 40 }), (text) => {
-      const chunks = stream(runner, runner.tokenize(text, false));
+      const chunks = stream(runner, runner.tokenizer.tokenize(text, false));
       for (const c of chunks) if (!isWellFormed(c) || c.includes('\uFFFD')) return false;
       // SPM prepends a space to non-empty text.
       return chunks.join('') === (text.length === 0 ? '' : ` ${text}`);
@@ -59,7 +59,7 @@ test('property: streaming any text round-trips it, chunk by chunk', () => {
 });
 
 test('property: random token streams equal the one-shot decode of their bytes', () => {
-  const byteTokens = runner.tokenize('日本🙂é', false).filter((t) => t >= 3 && t < 259);
+  const byteTokens = runner.tokenizer.tokenize('日本🙂é', false).filter((t) => t >= 3 && t < 259);
   fc.assert(
     fc.property(fc.array(fc.oneof(fc.constantFrom(...byteTokens), fc.integer({ min: 3, max: 600 })), { maxLength: 30 }), (tokens) => {
       const chunks = stream(runner, tokens);
@@ -76,7 +76,7 @@ function runnerPiece(t: number): Buffer {
   // Feed a lone token then flush: for a complete piece that is its text; a lone byte of a
   // multi-byte character comes back as U+FFFD, so read byte tokens from their <0xXX> id instead.
   if (t >= 3 && t < 259) return Buffer.from([t - 3]);
-  const d = runner.detokenizer();
+  const d = runner.tokenizer.detokenizer();
   return Buffer.from(d.push(t) + d.flush(), 'utf8');
 }
 
@@ -85,7 +85,7 @@ async function generate(r: Runner, prompt: readonly number[], maxTokens: number)
   const tokens: number[] = [];
   let next = (await run(r as LlamaRunner, plan([item(0, prompt, 0, true, true)])))[0]!;
   for (let i = 0; ; i++) {
-    if (r.isEog(next)) return { tokens, finish: 'stop' };
+    if (r.tokenizer.isEog(next)) return { tokens, finish: 'stop' };
     tokens.push(next);
     if (tokens.length >= maxTokens) return { tokens, finish: 'length' };
     next = (await run(r as LlamaRunner, plan([item(0, [next], prompt.length + i)])))[0]!;
@@ -93,13 +93,13 @@ async function generate(r: Runner, prompt: readonly number[], maxTokens: number)
 }
 
 test('EOS ends generation with finish_reason stop; max tokens with length', async () => {
-  assert.ok(runner.isEog(2), '</s> must be end-of-generation');
-  assert.ok(runner.isEog(runner.tokenize('<|im_end|>', false)[0]!), '<|im_end|> must be end-of-generation');
-  const prompt = runner.tokenize('the queue and the server', true);
+  assert.ok(runner.tokenizer.isEog(2), '</s> must be end-of-generation');
+  assert.ok(runner.tokenizer.isEog(runner.tokenizer.tokenize('<|im_end|>', false)[0]!), '<|im_end|> must be end-of-generation');
+  const prompt = runner.tokenizer.tokenize('the queue and the server', true);
   const free = await generate(runner, prompt, 12);
   assert.equal(free.finish, 'length');
   assert.equal(free.tokens.length, 12);
-  assert.ok(free.tokens.every((t) => !runner.isEog(t)));
+  assert.ok(free.tokens.every((t) => !runner.tokenizer.isEog(t)));
 
   // The same weights with EOS pointed at the token the model emits 5th: generation must stop there.
   const dir = mkdtempSync(join(tmpdir(), 'headroom-eos-'));
@@ -109,7 +109,7 @@ test('EOS ends generation with finish_reason stop; max tokens with length', asyn
     const model = makeModel({ shape: PRESETS.tiny, quant: 'f16', seed: DEFAULT_MODEL_SEED, out: join(dir, 'eos.gguf'), eosTokenId: eosToken });
     const r2 = await openTinyRunner({ modelPath: model.path });
     try {
-      assert.ok(r2.isEog(eosToken));
+      assert.ok(r2.tokenizer.isEog(eosToken));
       const stopped = await generate(r2, prompt, 12);
       assert.equal(stopped.finish, 'stop');
       assert.deepEqual(stopped.tokens, free.tokens.slice(0, firstAt));

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { StopMatcher } from '../../src/engine/stop-matcher.ts';
+import { StopMatcher } from '../../src/api/stop-matcher.ts';
 
 /** Feed `pieces` through a matcher; return what a client would see and whether it stopped. */
 function run(stops: string[], pieces: string[]): { out: string; stopped: boolean } {

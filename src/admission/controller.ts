@@ -1,0 +1,36 @@
+// The admission seam: per request, admit now or refuse at once with a reason. The controller is
+// a pure function of what is known at admission time (an AdmissionContext) and a frozen engine
+// snapshot; it never sees the Request or anything about the request's outcome.
+//
+// Today the only controller admits everything (the capacity bound and the drain gate live in the
+// engine); the conformal controller plugs in here.
+
+import type { Refusal } from '../backend/refusal.ts';
+import type { EngineSnapshot } from '../engine/snapshot.ts';
+
+/** What is known of a request when it is decided on. */
+export interface AdmissionContext {
+  readonly requestId: string;
+  /** Backend clock, ms. */
+  readonly arrivalMs: number;
+  readonly sloMs: number;
+  readonly numPromptTokens: number;
+  /** Per choice. */
+  readonly maxTokens: number;
+  readonly n: number;
+}
+
+export type AdmissionDecision =
+  | { readonly admit: true; /** The latency bound the decision used, ms (null: none computed). */ readonly boundMs: number | null }
+  | { readonly admit: false; readonly boundMs: number | null; readonly refusal: Refusal };
+
+export interface AdmissionController {
+  readonly name: string;
+  decide(ctx: AdmissionContext, snapshot: EngineSnapshot | null): AdmissionDecision;
+}
+
+/** Admits everything: the behaviour before admission control exists, and the ablation's "off". */
+export const admitAll: AdmissionController = {
+  name: 'off',
+  decide: () => ({ admit: true, boundMs: null }),
+};

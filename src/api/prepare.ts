@@ -1,0 +1,107 @@
+// Parse and prepare: an HTTP body becomes a validated, tokenized job description, or a 400 that
+// names the offending field. Nothing here reaches the backend's engine; only its tokenizer.
+//
+//   parse   — the body's shape (zod), the model name, the fields we support
+//   prepare — tokenize (chat template or raw prompt), then size checks against the context and
+//             the server's output cap, the budget header, sampling defaults
+
+import type { ServerConfig } from './config.ts';
+import { ApiError } from './errors.ts';
+import type { IdSource } from './ids.ts';
+import type { ChatCompletionBody, CompletionBody } from './schemas.ts';
+import { chatCompletionBody, checkSupported, completionBody, messageText, parseBody } from './schemas.ts';
+import type { BackendInfo } from '../backend/backend.ts';
+import type { SamplingParams } from '../engine/plan.ts';
+import type { Tokenizer } from '../engine/tokenizer.ts';
+
+export type Kind = 'chat' | 'completion';
+
+export type Parsed = { readonly kind: 'chat'; readonly body: ChatCompletionBody } | { readonly kind: 'completion'; readonly body: CompletionBody };
+
+export interface Prepared {
+  readonly kind: Kind;
+  readonly model: string;
+  readonly promptTokens: readonly number[];
+  /** Per choice. */
+  readonly maxTokens: number;
+  readonly n: number;
+  readonly stop: readonly string[];
+  readonly sampling: SamplingParams;
+  readonly ignoreEos: boolean;
+  readonly sloMs: number;
+  readonly stream: boolean;
+  readonly includeUsage: boolean;
+}
+
+export function parse(kind: Kind, raw: unknown, info: BackendInfo): Parsed {
+  const parsed: Parsed = kind === 'chat' ? { kind, body: parseBody(chatCompletionBody, raw) } : { kind, body: parseBody(completionBody, raw) };
+  if (parsed.body.model !== info.modelId) {
+    throw new ApiError('model_not_found', `The model '${parsed.body.model}' does not exist on this server; it serves '${info.modelId}'.`, { param: 'model' });
+  }
+  checkSupported(parsed.body);
+  return parsed;
+}
+
+export interface PrepareDeps {
+  readonly tokenizer: Tokenizer;
+  readonly info: BackendInfo;
+  readonly config: ServerConfig;
+  readonly ids: IdSource;
+}
+
+export function prepare(p: Parsed, sloHeader: string | string[] | undefined, deps: PrepareDeps): Prepared {
+  const { body } = p;
+  const promptTokens = tokenizePrompt(p, deps.tokenizer);
+  const ctx = deps.info.contextTokens;
+  const requested = body.max_completion_tokens ?? body.max_tokens ?? null;
+  if (promptTokens.length >= ctx) {
+    throw new ApiError('context_length_exceeded', `This model's maximum context length is ${ctx} tokens; the prompt has ${promptTokens.length}.`, { param: p.kind === 'chat' ? 'messages' : 'prompt' });
+  }
+  if (requested !== null && promptTokens.length + requested > ctx) {
+    throw new ApiError('context_length_exceeded', `This model's maximum context length is ${ctx} tokens; you requested ${promptTokens.length + requested} (${promptTokens.length} in the prompt, ${requested} for the completion).`, { param: body.max_completion_tokens != null ? 'max_completion_tokens' : 'max_tokens' });
+  }
+  if (requested !== null && requested > deps.config.maxOutputTokens) {
+    throw new ApiError('invalid_value', `max_tokens is at most ${deps.config.maxOutputTokens} on this server; got ${requested}.`, { param: 'max_tokens' });
+  }
+  const stream = body.stream === true;
+  return {
+    kind: p.kind,
+    model: body.model,
+    promptTokens,
+    maxTokens: requested ?? Math.min(deps.config.maxOutputTokens, ctx - promptTokens.length),
+    n: body.n ?? 1,
+    stop: body.stop == null ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop,
+    sampling: { temperature: body.temperature ?? 1, topP: body.top_p ?? 1, seed: body.seed ?? deps.ids.seed() },
+    ignoreEos: body.ignore_eos === true,
+    sloMs: sloFromHeader(sloHeader, deps.config),
+    stream,
+    includeUsage: stream && body.stream_options?.include_usage === true,
+  };
+}
+
+function tokenizePrompt(p: Parsed, tokenizer: Tokenizer): number[] {
+  if (p.kind === 'chat') {
+    const messages = p.body.messages.map((m) => ({ role: m.role, content: messageText(m.content) }));
+    return tokenizer.tokenize(tokenizer.applyChatTemplate(messages), true);
+  }
+  const prompt = p.body.prompt;
+  if (typeof prompt === 'string' || typeof prompt[0] === 'string') {
+    const text = typeof prompt === 'string' ? prompt : (prompt[0] as string);
+    if (text.length === 0) throw new ApiError('invalid_value', 'The prompt must not be empty.', { param: 'prompt' });
+    return tokenizer.tokenize(text, true);
+  }
+  const ids = prompt as number[];
+  const bad = ids.find((t) => t >= tokenizer.vocabSize);
+  if (bad !== undefined) throw new ApiError('invalid_value', `Token id ${bad} is outside the vocabulary [0, ${tokenizer.vocabSize}).`, { param: 'prompt' });
+  return [...ids];
+}
+
+function sloFromHeader(h: string | string[] | undefined, config: ServerConfig): number {
+  if (h === undefined) return config.sloMs;
+  const v = Array.isArray(h) ? h[0] : h;
+  const n = Number(v);
+  if (v === undefined || !/^\d+$/.test(v.trim()) || !(n >= 1 && n <= config.maxSloMs)) {
+    throw new ApiError('invalid_value', `x-slo-ms must be an integer number of milliseconds in [1, ${config.maxSloMs}]; got '${v}'.`, { param: 'x-slo-ms' });
+  }
+  return n;
+}
