@@ -47,8 +47,6 @@ export interface RunnerPlan {
   readonly items: readonly StepItem[];
 }
 
-export const emptyRunnerPlan = (): RunnerPlan => ({ kvOps: [], items: [] });
-
 /** What one step produced. */
 export type StepResult =
   | {

@@ -7,6 +7,7 @@ import type { SchedulerConfig } from '../../src/engine/scheduler/factory.ts';
 import type { MockRunnerOptions } from '../../src/engine/runner/mock/mock-runner.ts';
 import { MockRunner } from '../../src/engine/runner/mock/mock-runner.ts';
 import type { Runner } from '../../src/engine/runner/runner.ts';
+import type { FatalListener } from '../../src/engine/engine.ts';
 
 export interface TestServer {
   readonly url: string;
@@ -21,6 +22,7 @@ export interface TestServerOptions {
   readonly server?: Partial<ServerConfig>;
   readonly scheduler?: SchedulerConfig;
   readonly maxQueuedRequests?: number;
+  readonly onEngineFailure?: FatalListener;
 }
 
 export async function startTestServer(opts: TestServerOptions = {}): Promise<TestServer> {
@@ -30,6 +32,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     server: serverConfig({ host: '127.0.0.1', port: 0, ...opts.server }),
     scheduler: opts.scheduler ?? { scheduler: 'fifo' },
     maxQueuedRequests: opts.maxQueuedRequests ?? 1024,
+    ...(opts.onEngineFailure === undefined ? {} : { onEngineFailure: opts.onEngineFailure }),
   });
   const url = await headroom.start();
   return { url, headroom, runner, close: () => headroom.close() };
@@ -38,8 +41,8 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
 /** Polls until the engine holds no request (or fails after `timeoutMs`). */
 export async function waitForIdle(h: Headroom, timeoutMs = 5000): Promise<void> {
   const t0 = Date.now();
-  while (h.engine.scheduler.numUnfinished > 0) {
-    if (Date.now() - t0 > timeoutMs) throw new Error(`engine still holds ${h.engine.scheduler.numUnfinished} requests after ${timeoutMs} ms`);
+  while (h.engine.numUnfinished > 0) {
+    if (Date.now() - t0 > timeoutMs) throw new Error(`engine still holds ${h.engine.numUnfinished} requests after ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 10));
   }
 }

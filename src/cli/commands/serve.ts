@@ -31,7 +31,11 @@ interface ServeFlags {
   cacheMaxFraction: string;
   otelEndpoint?: string;
   metrics: boolean;
+  exitOnEngineFailure: boolean;
 }
+
+/** Exit status when the engine's step loop fails (a bug): a supervisor should restart the process. */
+export const EXIT_ENGINE_FAILURE = 70;
 
 const int = (name: string, v: string): number => {
   const n = Number(v);
@@ -66,6 +70,7 @@ export function registerServeCommand(program: Command): void {
     .option('--mock-speed <x>', 'mock runner cost multiplier', '1')
     .option('--otel-endpoint <url>', 'export OpenTelemetry request spans to this OTLP/HTTP collector (off by default)')
     .option('--no-metrics', 'do not serve Prometheus metrics on /metrics')
+    .option('--no-exit-on-engine-failure', `stay up with /health at 503 when the engine fails, instead of exiting with status ${EXIT_ENGINE_FAILURE}`)
     .action(async (f: ServeFlags) => {
       const runner = await createRunner({
         runner: f.runner,
@@ -92,6 +97,15 @@ export function registerServeCommand(program: Command): void {
         },
         maxQueuedRequests: int('max-queued', f.maxQueued),
         obs: { metrics: f.metrics, ...(f.otelEndpoint === undefined ? {} : { otelEndpoint: f.otelEndpoint }) },
+        onEngineFailure: (error) => {
+          // Every held request has already failed and the last step records are in the log.
+          if (!f.exitOnEngineFailure) {
+            console.error(`headroom: engine failed (${error.message}); /health answers 503 until the process is restarted`);
+            return;
+          }
+          console.error(`headroom: engine failed (${error.message}); exiting with status ${EXIT_ENGINE_FAILURE}`);
+          setTimeout(() => process.exit(EXIT_ENGINE_FAILURE), 100).unref();
+        },
       });
       const address = await headroom.start();
       console.log(`headroom: serving ${runner.info.modelId} with the ${runner.info.name} runner and the ${f.scheduler} scheduler on ${address}`);
