@@ -4,15 +4,15 @@ import type { Command } from 'commander';
 import { Option } from 'commander';
 import path from 'node:path';
 import cliProgress from 'cli-progress';
-import type { BenchConfig } from '../../bench/run.ts';
-import { runBench } from '../../bench/run.ts';
-import type { Progress } from '../../bench/generator.ts';
-import { readMeta, readRecords } from '../../bench/store.ts';
-import { byClass, sloSensitivity, summarize } from '../../bench/report.ts';
-import { renderReport, toJson } from '../../bench/format.ts';
-import { DEFAULT_STUB, startStubServer } from '../../bench/stub-server.ts';
-import { runValidation } from '../../bench/validate.ts';
-import { measureMaxRate } from '../../bench/max-rate.ts';
+import type { BenchConfig } from '../../harness/run.ts';
+import { runBench } from '../../harness/run.ts';
+import type { Progress } from '../../harness/generator.ts';
+import { readMeta, readRecords } from '../../harness/store.ts';
+import { byClass, sloSensitivity, summarize } from '../../harness/report.ts';
+import { renderReport, toJson } from '../../harness/format.ts';
+import { DEFAULT_STUB, startStubServer } from '../../harness/stub-server.ts';
+import { runValidation } from '../../harness/validate.ts';
+import { measureMaxRate } from '../../harness/max-rate.ts';
 import { writeFile, mkdir } from 'node:fs/promises';
 
 const num = (v: string): number => {

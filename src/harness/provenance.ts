@@ -10,11 +10,11 @@ import { fileURLToPath } from 'node:url';
 const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
 
 export interface SourceInfo {
-  /** sha256 over the harness's own source files (src/bench/*.ts), in name order. */
+  /** sha256 over the harness's own source files (src/harness/*.ts), in name order. */
   bench_sha256: string;
   /** git HEAD of the checkout, or null outside git. */
   git_head: string | null;
-  /** True when the working tree had uncommitted changes under src/bench. */
+  /** True when the working tree had uncommitted changes under src/harness. */
   git_dirty: boolean | null;
 }
 

@@ -1,9 +1,9 @@
 // The report's arithmetic on a hand-made record set: every expected number is worked out by hand.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { RequestRecord } from '../../src/bench/record.ts';
-import { byClass, sloSensitivity, summarize } from '../../src/bench/report.ts';
-import { quantileSorted } from '../../src/bench/stats.ts';
+import type { RequestRecord } from '../../src/harness/record.ts';
+import { byClass, sloSensitivity, summarize } from '../../src/harness/report.ts';
+import { quantileSorted } from '../../src/harness/stats.ts';
 
 let nextId = 0;
 function rec(p: Partial<RequestRecord>): RequestRecord {

@@ -3,10 +3,10 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { readRecords, writeRecords } from '../../src/bench/store.ts';
-import type { RequestRecord } from '../../src/bench/record.ts';
-import { Workload } from '../../src/bench/workloads.ts';
-import type { WorkloadOptions } from '../../src/bench/workloads.ts';
+import { readRecords, writeRecords } from '../../src/harness/store.ts';
+import type { RequestRecord } from '../../src/harness/record.ts';
+import { Workload } from '../../src/harness/workloads.ts';
+import type { WorkloadOptions } from '../../src/harness/workloads.ts';
 
 const row = (over: Partial<RequestRecord>): RequestRecord => ({
   request_id: 0, loop: 'open', worker: null, klass: 'shared', prefix_id: 2, phase: 'warmup', intended_ms: 1.25, sent_ms: 1.5,

@@ -2,16 +2,16 @@
 // the arrivals, warm-up rows flagged not dropped, censored rows, shed rows, closed loop labelled.
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { runClosedLoop, runOpenLoop } from '../../src/bench/generator.ts';
-import type { ClientOptions } from '../../src/bench/client.ts';
-import type { RequestSpec } from '../../src/bench/workloads.ts';
-import { arrivalTimesMs, gapsOf } from '../../src/bench/arrivals.ts';
-import { ksExponential, quantileSorted, sortedCopy } from '../../src/bench/stats.ts';
-import { startStubServer } from '../../src/bench/stub-server.ts';
-import type { StubHandle } from '../../src/bench/stub-server.ts';
-import { spawnStub } from '../../src/bench/stub-process.ts';
-import type { StubProcess } from '../../src/bench/stub-process.ts';
-import { summarize } from '../../src/bench/report.ts';
+import { runClosedLoop, runOpenLoop } from '../../src/harness/generator.ts';
+import type { ClientOptions } from '../../src/harness/client.ts';
+import type { RequestSpec } from '../../src/harness/workloads.ts';
+import { arrivalTimesMs, gapsOf } from '../../src/harness/arrivals.ts';
+import { ksExponential, quantileSorted, sortedCopy } from '../../src/harness/stats.ts';
+import { startStubServer } from '../../src/harness/stub-server.ts';
+import type { StubHandle } from '../../src/harness/stub-server.ts';
+import { spawnStub } from '../../src/harness/stub-process.ts';
+import type { StubProcess } from '../../src/harness/stub-process.ts';
+import { summarize } from '../../src/harness/report.ts';
 
 const spec: RequestSpec = { klass: 'uniform', prefixId: null, messages: [{ role: 'user', content: 'hello there' }], promptTokensEst: 2, maxTokens: 3 };
 const client = (url: string, timeoutMs = 10_000): ClientOptions => ({

@@ -197,7 +197,7 @@ export async function runBench(c: BenchConfig, dir: string, progress?: Progress)
     num_rows: records.length,
     source: sourceInfo(),
     machine: machineProbe(),
-    workload: { kind: c.workload, mixed_scale: workload.mixedScale(), prompt_heuristic: 'one common English word ≈ one token; see src/bench/prompt-text.ts' },
+    workload: { kind: c.workload, mixed_scale: workload.mixedScale(), prompt_heuristic: 'one common English word ≈ one token; see src/harness/prompt-text.ts' },
     generator_validation: validateGenerator(c, arrivalsMs, records),
     target_stats_before: statsBefore,
     target_stats_after: statsAfter,
