@@ -15,9 +15,13 @@ export interface AdmissionContext {
   readonly arrivalMs: number;
   readonly sloMs: number;
   readonly numPromptTokens: number;
+  /** Prompt tokens the prefix cache holds now (a pure peek: no pin, no LRU touch, no statistics). */
+  readonly numCachedTokens: number;
   /** Per choice. */
   readonly maxTokens: number;
   readonly n: number;
+  /** Chat messages (1 for a completion). */
+  readonly numMessages: number;
 }
 
 export type AdmissionDecision =

@@ -54,7 +54,16 @@ export class CompletionsHandler {
     const { backend, config, ids } = this.#d;
     const prepared = prepare(parse(kind, req.body, backend.info), req.headers['x-slo-ms'], { tokenizer: backend.tokenizer, info: backend.info, config, ids });
     const id = ids.next(kind === 'chat' ? 'chatcmpl' : 'cmpl');
-    const ctx: AdmissionContext = { requestId: id, arrivalMs: backend.clock.nowMs(), sloMs: prepared.sloMs, numPromptTokens: prepared.promptTokens.length, maxTokens: prepared.maxTokens, n: prepared.n };
+    const ctx: AdmissionContext = {
+      requestId: id,
+      arrivalMs: backend.clock.nowMs(),
+      sloMs: prepared.sloMs,
+      numPromptTokens: prepared.promptTokens.length,
+      numCachedTokens: backend.peekCachedTokens(prepared.promptTokens),
+      maxTokens: prepared.maxTokens,
+      n: prepared.n,
+      numMessages: prepared.numMessages,
+    };
     const traceparent = typeof req.headers.traceparent === 'string' ? req.headers.traceparent : undefined;
     const call: Call = { id, prepared, ctx, traceparent, controller: new AbortController() };
 

@@ -22,6 +22,8 @@ export interface Prepared {
   readonly kind: Kind;
   readonly model: string;
   readonly promptTokens: readonly number[];
+  /** Chat messages (1 for a completion). */
+  readonly numMessages: number;
   /** Per choice. */
   readonly maxTokens: number;
   readonly n: number;
@@ -68,6 +70,7 @@ export function prepare(p: Parsed, sloHeader: string | string[] | undefined, dep
     kind: p.kind,
     model: body.model,
     promptTokens,
+    numMessages: p.kind === 'chat' ? p.body.messages.length : 1,
     maxTokens: requested ?? Math.min(deps.config.maxOutputTokens, ctx - promptTokens.length),
     n: body.n ?? 1,
     stop: body.stop == null ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop,

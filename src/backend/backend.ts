@@ -65,6 +65,8 @@ export interface Backend {
   stats(): Record<string, unknown>;
   /** What admission control reads (null where the backend has no engine state to offer). */
   snapshot(): EngineSnapshot | null;
+  /** Prompt tokens its prefix cache holds now; no side effect (no pin, no LRU touch, no statistics). */
+  peekCachedTokens(promptTokens: readonly number[]): number;
   /** Start generating, or refuse at once. Aborting `signal` ends every choice. */
   generate(job: GenerationJob, signal: AbortSignal): GenerateResult;
 }

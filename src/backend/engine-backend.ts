@@ -1,7 +1,7 @@
 // Engine mode's Backend: a generation job becomes one engine Request per choice, each with an
 // output sink that turns the engine's per-step outputs into generation events. Ids are the job's
 // id (n = 1) or `<id>.<index>`; choice i samples with seed + i, so greedy choices agree and
-// sampled ones differ.
+// sampled ones differ. Choices after the first are forks of it: the prompt is computed once.
 
 import type { Engine } from '../engine/engine.ts';
 import type { RequestOutput } from '../engine/outputs.ts';
@@ -43,6 +43,10 @@ export class EngineBackend implements Backend {
     return this.#engine.snapshot();
   }
 
+  peekCachedTokens(promptTokens: readonly number[]): number {
+    return this.#engine.scheduler.peekCachedTokens(promptTokens);
+  }
+
   generate(job: GenerationJob, signal: AbortSignal): GenerateResult {
     const engine = this.#engine;
     const queue = new EventQueue<GenerationEvent>();
@@ -55,8 +59,9 @@ export class EngineBackend implements Backend {
       if (--numOpen === 0) queue.end();
     };
     const isEog = (t: number): boolean => this.tokenizer.isEog(t);
+    let leader: Request | null = null;
     for (let i = 0; i < job.n; i++) {
-      const req = new Request({
+      const req: Request = new Request({
         id: ids[i]!,
         promptTokens: job.promptTokens,
         maxTokens: job.maxTokens,
@@ -65,7 +70,9 @@ export class EngineBackend implements Backend {
         arrivalMs: job.arrivalMs,
         sloMs: job.sloMs,
         isEog,
+        ...(leader === null ? {} : { forkOf: leader }),
       });
+      leader ??= req;
       const r = engine.submit(req, sinkFor(i));
       if (!r.ok) {
         // All choices or none: the ones already held go again.

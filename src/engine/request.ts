@@ -38,6 +38,12 @@ export interface RequestInit {
   readonly sloMs: number;
   /** End-of-generation test (the tokenizer's). */
   readonly isEog: (token: number) => boolean;
+  /**
+   * Parallel sampling: another choice of the same prompt. The scheduler computes the prompt once,
+   * in `forkOf`, and forks its sequence for this one (copy-on-write); if it cannot, this request
+   * computes its prompt itself. Must have the same prompt tokens.
+   */
+  readonly forkOf?: Request;
 }
 
 const STATUS_OF: Readonly<Record<FinishReason, RequestStatus>> = {
@@ -57,6 +63,8 @@ export class Request implements OutputSource {
   /** Earliest-deadline-first key: arrival + SLO. */
   readonly deadlineMs: number;
   readonly outputTokens: number[] = [];
+  /** The choice whose prompt computation this one shares (null: computes its own). */
+  readonly forkOf: Request | null;
 
   status = RequestStatus.WAITING;
   /** Tokens (prompt + output) whose KV this request's sequence holds. */
@@ -91,6 +99,10 @@ export class Request implements OutputSource {
     this.arrivalMs = init.arrivalMs;
     this.deadlineMs = init.arrivalMs + init.sloMs;
     this.#isEog = init.isEog;
+    this.forkOf = init.forkOf ?? null;
+    if (this.forkOf !== null && this.forkOf.promptTokens !== init.promptTokens && this.forkOf.promptTokens.join() !== init.promptTokens.join()) {
+      throw new Error(`Request: expected a fork of ${this.forkOf.id} to have the same prompt`);
+    }
   }
 
   get numTokens(): number {

@@ -43,6 +43,10 @@ class FakeBackend implements Backend {
     return null;
   }
 
+  peekCachedTokens(): number {
+    return 0;
+  }
+
   generate(job: GenerationJob, signal: AbortSignal): GenerateResult {
     this.jobs.push(job);
     if (this.refuseNext) {

@@ -160,6 +160,10 @@ export class BatchScheduler implements Scheduler {
     return this.#outputs.take();
   }
 
+  peekCachedTokens(): number {
+    return 0; // wired to the prefix cache's pure peek with the KV manager split
+  }
+
   snapshot(): SchedulerSnapshot {
     return {
       name: this.name,

@@ -98,6 +98,10 @@ export class FifoScheduler implements Scheduler {
     return this.#outputs.take();
   }
 
+  peekCachedTokens(): number {
+    return 0; // FIFO keeps no prefix cache
+  }
+
   snapshot(): SchedulerSnapshot {
     return {
       name: this.name,

@@ -68,6 +68,8 @@ export interface Scheduler {
   schedule(nowMs: number): SchedulerPlan;
   /** Apply a step's result; returns, per request touched, the tokens it gained and whether it ended. */
   update(plan: SchedulerPlan, result: StepResult, nowMs: number): RequestOutput[];
+  /** Prompt tokens the prefix cache holds now, with no side effect (0 without a cache). For admission control. */
+  peekCachedTokens(promptTokens: readonly number[]): number;
   /** Requests not yet finished (waiting or running). */
   readonly numUnfinished: number;
   snapshot(): SchedulerSnapshot;
