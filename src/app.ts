@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ServerConfig } from './api/config.ts';
 import type { Lifecycle } from './api/server.ts';
 import { buildServer } from './api/server.ts';
+import { TraceWriter } from './admission/trace-writer.ts';
 import { EngineBackend } from './backend/engine-backend.ts';
 import type { Clock } from './engine/clock.ts';
 import { monotonicClock } from './engine/clock.ts';
@@ -30,6 +31,8 @@ export interface HeadroomOptions {
   readonly clock?: Clock;
   /** The step loop broke (a bug): every held request has already failed. */
   readonly onEngineFailure?: FatalListener;
+  /** Append one admission-trace row per request choice to this JSONL file. */
+  readonly traceOut?: string;
 }
 
 export class Headroom {
@@ -38,6 +41,7 @@ export class Headroom {
   readonly app: FastifyInstance;
   readonly lifecycle: Lifecycle = { warm: false };
   readonly obs: Observability;
+  readonly trace: TraceWriter | null;
   readonly #opts: HeadroomOptions;
 
   constructor(opts: HeadroomOptions) {
@@ -48,8 +52,10 @@ export class Headroom {
     if (opts.onEngineFailure !== undefined) this.engine.onFatal(opts.onEngineFailure);
     this.backend = new EngineBackend(this.engine, clock);
     this.obs = new Observability(this.engine, { sloMs: opts.server.sloMs, ...opts.obs });
+    this.trace = opts.traceOut === undefined ? null : new TraceWriter(opts.traceOut);
     this.app = buildServer({
       backend: this.backend,
+      ...(this.trace === null ? {} : { trace: this.trace }),
       config: opts.server,
       lifecycle: this.lifecycle,
       obs: this.obs,
@@ -80,6 +86,7 @@ export class Headroom {
     await this.app.close();
     await this.engine.stop();
     await this.obs.close();
+    await this.trace?.close();
     await this.#opts.runner.close();
   }
 

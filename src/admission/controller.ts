@@ -1,6 +1,7 @@
 // The admission seam: per request, admit now or refuse at once with a reason. The controller is
-// a pure function of what is known at admission time (an AdmissionContext) and a frozen engine
-// snapshot; it never sees the Request or anything about the request's outcome.
+// a pure function of what is known at admission time: an AdmissionContext, a frozen engine
+// snapshot, and the feature vector extracted from both (features.ts) — computed once by the API so
+// the trace records exactly what the controller saw. It never sees the Request or any outcome.
 //
 // Today the only controller admits everything (the capacity bound and the drain gate live in the
 // engine); the conformal controller plugs in here.
@@ -30,7 +31,7 @@ export type AdmissionDecision =
 
 export interface AdmissionController {
   readonly name: string;
-  decide(ctx: AdmissionContext, snapshot: EngineSnapshot | null): AdmissionDecision;
+  decide(ctx: AdmissionContext, snapshot: EngineSnapshot | null, features: Float64Array): AdmissionDecision;
 }
 
 /** Admits everything: the behaviour before admission control exists, and the ablation's "off". */

@@ -9,6 +9,8 @@
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AdmissionContext, AdmissionController } from '../admission/controller.ts';
+import { NUM_FEATURES, extractFeatures } from '../admission/features.ts';
+import type { TraceWriter } from '../admission/trace-writer.ts';
 import type { Backend, Generation, GenerationJob } from '../backend/backend.ts';
 import type { Refusal } from '../backend/refusal.ts';
 import { REFUSALS } from '../backend/refusal.ts';
@@ -32,6 +34,8 @@ export interface CompletionsDeps {
   readonly flow: FlowControl;
   readonly admission: AdmissionController;
   readonly obs: Observability | null;
+  /** Admission traces (`--trace-out`); null = off. */
+  readonly trace: TraceWriter | null;
 }
 
 /** One request on its way through the handler. */
@@ -41,6 +45,9 @@ interface Call {
   readonly ctx: AdmissionContext;
   readonly traceparent: string | undefined;
   readonly controller: AbortController;
+  /** What admission saw, and the bound it used. */
+  readonly features: Float64Array;
+  boundMs: number | null;
 }
 
 export class CompletionsHandler {
@@ -65,13 +72,16 @@ export class CompletionsHandler {
       numMessages: prepared.numMessages,
     };
     const traceparent = typeof req.headers.traceparent === 'string' ? req.headers.traceparent : undefined;
-    const call: Call = { id, prepared, ctx, traceparent, controller: new AbortController() };
+    const snapshot = backend.snapshot();
+    const features = extractFeatures(ctx, snapshot, new Float64Array(NUM_FEATURES));
+    const call: Call = { id, prepared, ctx, traceparent, controller: new AbortController(), features, boundMs: null };
 
     const decideStart = performance.now();
     const flow = this.#d.flow.acquire(ctx);
     if (!flow.ok) this.#refuse(call, flow.refusal);
     try {
-      const decision = this.#d.admission.decide(ctx, backend.snapshot());
+      const decision = this.#d.admission.decide(ctx, snapshot, features);
+      call.boundMs = decision.boundMs;
       if (!decision.admit) this.#refuse(call, decision.refusal);
       // A client that leaves (stream or not) aborts its choices; the engine frees them before the next step.
       reply.raw.on('close', () => {
@@ -95,6 +105,7 @@ export class CompletionsHandler {
 
   #refuse(call: Call, r: Refusal): never {
     this.#d.obs?.refused(refusedTimeline(call), r.reason, call.traceparent);
+    this.#d.trace?.refused(call.ctx, call.features, call.boundMs);
     throw new ApiError(REFUSALS[r.reason].code, r.message, { retryAfterS: r.retryAfterS ?? this.#d.config.retryAfterS });
   }
 
@@ -119,7 +130,7 @@ export class CompletionsHandler {
         }
         continue;
       }
-      this.#d.obs?.finished(ev.timeline, ev.reason, call.traceparent);
+      this.#finished(call, ev.index, ev.timeline);
       if (reasons[ev.index] !== null) continue;
       if (ev.reason === 'error') {
         call.controller.abort();
@@ -163,7 +174,7 @@ export class CompletionsHandler {
           }
           continue;
         }
-        this.#d.obs?.finished(ev.timeline, ev.reason, call.traceparent);
+        this.#finished(call, ev.index, ev.timeline);
         if (ended[ev.index]) continue;
         if (ev.reason === 'abort') {
           aborted = true;
@@ -182,6 +193,12 @@ export class CompletionsHandler {
     } finally {
       sse.done();
     }
+  }
+
+  /** A choice ended in the backend (its engine outcome, which a front-end stop may precede). */
+  #finished(call: Call, index: number, t: RequestTimeline): void {
+    this.#d.obs?.finished(t, t.outcome ?? 'error', call.traceparent);
+    this.#d.trace?.finished(call.ctx, call.features, call.boundMs, index, t);
   }
 
   #usage(call: Call, choices: readonly ChoiceStream[]) {

@@ -10,6 +10,7 @@
 import Fastify from 'fastify';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import type { AdmissionController } from '../admission/controller.ts';
+import type { TraceWriter } from '../admission/trace-writer.ts';
 import { admitAll } from '../admission/controller.ts';
 import type { Backend } from '../backend/backend.ts';
 import type { FlowControl } from '../flow/flow-control.ts';
@@ -38,6 +39,8 @@ export interface ServerDeps {
   readonly ids?: IdSource;
   readonly flow?: FlowControl;
   readonly admission?: AdmissionController;
+  /** Admission traces (`--trace-out`). */
+  readonly trace?: TraceWriter;
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -84,6 +87,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     flow: deps.flow ?? noFlowControl,
     admission: deps.admission ?? admitAll,
     obs: deps.obs ?? null,
+    trace: deps.trace ?? null,
   });
   app.post('/v1/chat/completions', (req, reply) => completions.handle('chat', req, reply));
   app.post('/v1/completions', (req, reply) => completions.handle('completion', req, reply));

@@ -23,6 +23,7 @@ export interface TestServerOptions {
   readonly scheduler?: SchedulerConfig;
   readonly maxQueuedRequests?: number;
   readonly onEngineFailure?: FatalListener;
+  readonly traceOut?: string;
 }
 
 export async function startTestServer(opts: TestServerOptions = {}): Promise<TestServer> {
@@ -33,6 +34,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     scheduler: opts.scheduler ?? { scheduler: 'fifo' },
     maxQueuedRequests: opts.maxQueuedRequests ?? 1024,
     ...(opts.onEngineFailure === undefined ? {} : { onEngineFailure: opts.onEngineFailure }),
+    ...(opts.traceOut === undefined ? {} : { traceOut: opts.traceOut }),
   });
   const url = await headroom.start();
   return { url, headroom, runner, close: () => headroom.close() };

@@ -32,6 +32,7 @@ interface ServeFlags {
   otelEndpoint?: string;
   metrics: boolean;
   exitOnEngineFailure: boolean;
+  traceOut?: string;
 }
 
 /** Exit status when the engine's step loop fails (a bug): a supervisor should restart the process. */
@@ -70,6 +71,7 @@ export function registerServeCommand(program: Command): void {
     .option('--mock-speed <x>', 'mock runner cost multiplier', '1')
     .option('--otel-endpoint <url>', 'export OpenTelemetry request spans to this OTLP/HTTP collector (off by default)')
     .option('--no-metrics', 'do not serve Prometheus metrics on /metrics')
+    .option('--trace-out <file>', 'append one admission-trace JSON line per request (features as admission saw them, then the outcome)')
     .option('--no-exit-on-engine-failure', `stay up with /health at 503 when the engine fails, instead of exiting with status ${EXIT_ENGINE_FAILURE}`)
     .action(async (f: ServeFlags) => {
       const runner = await createRunner({
@@ -97,6 +99,7 @@ export function registerServeCommand(program: Command): void {
         },
         maxQueuedRequests: int('max-queued', f.maxQueued),
         obs: { metrics: f.metrics, ...(f.otelEndpoint === undefined ? {} : { otelEndpoint: f.otelEndpoint }) },
+        ...(f.traceOut === undefined ? {} : { traceOut: f.traceOut }),
         onEngineFailure: (error) => {
           // Every held request has already failed and the last step records are in the log.
           if (!f.exitOnEngineFailure) {

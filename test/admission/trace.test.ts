@@ -1,0 +1,50 @@
+// --trace-out: one row per finished choice (features as admission saw them, then the outcome) and
+// one per refusal, through the real HTTP path.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { request } from 'undici';
+import { FEATURE_NAMES } from '../../src/admission/features.ts';
+import type { TraceRow } from '../../src/admission/trace-writer.ts';
+import { startTestServer } from '../helpers/headroom.ts';
+
+test('trace rows: features, decision and outcome per choice; refusals marked and censored', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'headroom-trace-'));
+  const file = join(dir, 'trace.jsonl');
+  const server = await startTestServer({ traceOut: file, scheduler: { scheduler: 'continuous' }, maxQueuedRequests: 3, mock: { cost: { speed: 1 } } });
+  try {
+    const post = (body: object, headers: Record<string, string> = {}) =>
+      request(`${server.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ model: 'headroom-mock', ...body }) });
+    const ok = await post({ prompt: 'the queue and the server', max_tokens: 6, n: 2 }, { 'x-slo-ms': '3000' });
+    assert.equal(ok.statusCode, 200);
+    await ok.body.json();
+    // Four at once against a bound of three held requests: the last is refused.
+    const burst = await Promise.all([0, 1, 2, 3].map((i) => post({ prompt: `burst ${i}`, max_tokens: 30 })));
+    const statuses = burst.map((r) => r.statusCode).sort();
+    await Promise.all(burst.map((r) => r.body.text()));
+    assert.deepEqual(statuses, [200, 200, 200, 503]);
+  } finally {
+    await server.close();
+  }
+  const rows = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as TraceRow);
+  rmSync(dir, { recursive: true, force: true });
+  assert.equal(rows.length, 2 + 3 + 1);
+  for (const r of rows) assert.deepEqual(Object.keys(r.features), [...FEATURE_NAMES]);
+  const first = rows.filter((r) => r.slo_ms === 3000);
+  assert.deepEqual(first.map((r) => r.choice).sort(), [0, 1]);
+  for (const r of first) {
+    assert.equal(r.outcome, 'length');
+    assert.equal(r.output_tokens, 6);
+    assert.equal(r.censored, false);
+    assert.ok(r.e2e_ms! > 0 && r.ttft_ms! > 0 && r.ttft_ms! <= r.e2e_ms!);
+    assert.equal(r.features.choices, 2);
+    assert.equal(r.features.prompt_tokens, r.features.new_prefill_tokens + r.features.cached_tokens);
+  }
+  const refused = rows.filter((r) => r.outcome === 'refused');
+  assert.equal(refused.length, 1);
+  assert.equal(refused[0]!.admitted, false);
+  assert.equal(refused[0]!.censored, true);
+  assert.ok(refused[0]!.features.waiting + refused[0]!.features.running >= 1, 'the refused one saw the held work');
+});
