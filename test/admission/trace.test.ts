@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { request } from 'undici';
-import { FEATURE_NAMES } from '../../src/admission/features.ts';
+import { parseTrace, toDataset } from '../../src/admission/dataset.ts';
+import { FEATURE_NAMES, NUM_FEATURES } from '../../src/admission/features.ts';
 import type { TraceRow } from '../../src/admission/trace-writer.ts';
 import { startTestServer } from '../helpers/headroom.ts';
 
@@ -28,8 +29,19 @@ test('trace rows: features, decision and outcome per choice; refusals marked and
   } finally {
     await server.close();
   }
-  const rows = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as TraceRow);
+  const text = readFileSync(file, 'utf8');
+  const rows = text.trim().split('\n').map((l) => JSON.parse(l) as TraceRow);
   rmSync(dir, { recursive: true, force: true });
+
+  // The rows round-trip into the training matrix: refusals dropped, features in FEATURE_NAMES order.
+  const ds = toDataset(parseTrace(text, 'trace.jsonl').map((row) => ({ row, group: 'r0', rate: 1 })), 'e2e');
+  const admitted = rows.filter((r) => r.admitted && !r.censored);
+  assert.equal(ds.numRows, admitted.length);
+  assert.equal(ds.numDropped, 1);
+  admitted.forEach((r, i) => {
+    assert.deepEqual([...ds.x.subarray(i * NUM_FEATURES, (i + 1) * NUM_FEATURES)], FEATURE_NAMES.map((n) => r.features[n]));
+    assert.equal(ds.y[i], r.e2e_ms);
+  });
   assert.equal(rows.length, 2 + 3 + 1);
   for (const r of rows) assert.deepEqual(Object.keys(r.features), [...FEATURE_NAMES]);
   const first = rows.filter((r) => r.slo_ms === 3000);
