@@ -49,7 +49,7 @@ bench_open() {
   local url=$1 out=$2 rate=$3
   mkdir -p "$out"
   # --model is left out: the harness sends the first name GET /v1/models gives (both servers have it).
-  node bin/headroom.mjs bench run --url "$url" --workload chat --loop open --arrival poisson \
+  node bin/headroom.mjs bench run --url "$url" --workload "${WORKLOAD:-chat}" --loop open --arrival poisson \
     --rate "$rate" --duration-s "$DURATION_S" --warmup-s "$WARMUP_S" --timeout-s "$TIMEOUT_S" --seed "$SEED" \
     --tokens-per-word "$TOKENS_PER_WORD" --slo "$SLO_MS" --out "$out" --no-progress --json >"$out/summary.json" || echo "bench run failed: $out" >&2
 }
