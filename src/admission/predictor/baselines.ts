@@ -63,7 +63,7 @@ export function fitLinearQuantile(X: readonly FeatureRow[], y: ArrayLike<number>
   const z = new Float64Array(k);
   for (let i = 0; i < X.length; i++) {
     design(X[i]!, columns, z);
-    accumulate(A, b, z, y[i]!, 1);
+    accumulate(A, b, z, 0, k, y[i]!, 1);
   }
   const beta = new Float64Array(k);
   if (!solveRidge(A, b, k, ridge, beta, new Float64Array(k * k + k))) return null;

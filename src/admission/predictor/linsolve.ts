@@ -49,12 +49,11 @@ export function solveRidge(A: Float64Array, b: Float64Array, k: number, ridge: n
   return true;
 }
 
-/** Adds weight·(z zᵀ, z·y) to the sums, z = (1, x[columns[0]], …): O(k²). */
-export function accumulate(A: Float64Array, b: Float64Array, z: Float64Array, y: number, weight: number): void {
-  const k = z.length;
+/** Adds weight·(z zᵀ, z·y) to the sums, z = zs[at, at + k): O(k²), no allocation. */
+export function accumulate(A: Float64Array, b: Float64Array, zs: Float64Array, at: number, k: number, y: number, weight: number): void {
   for (let i = 0; i < k; i++) {
-    const wz = weight * z[i]!;
+    const wz = weight * zs[at + i]!;
     b[i] = b[i]! + wz * y;
-    for (let j = 0; j < k; j++) A[i * k + j] = A[i * k + j]! + wz * z[j]!;
+    for (let j = 0; j < k; j++) A[i * k + j] = A[i * k + j]! + wz * zs[at + j]!;
   }
 }
