@@ -6,9 +6,16 @@
 // column counts tokens (10³) or is the constant 1. The system is solved in Jacobi-scaled form,
 // S = D⁻¹AD⁻¹ with D = sqrt(diag A), because raw token columns and an intercept differ in scale
 // by orders of magnitude and an unscaled Cholesky loses those digits. A column that is zero on
-// every row gets coefficient 0.
+// every row gets coefficient 0 (given a ridge).
 //
 // Complexity: O(k³) time; no allocation beyond the caller's scratch (k² + k values).
+
+/**
+ * Smallest squared pivot accepted. S has a unit diagonal, so a pivot² is 1 − R² of that column on
+ * the ones before it: below 1e-12 the columns are collinear to working precision and the
+ * coefficients would be rounding noise. Any ridge above 1e-12 keeps every pivot above it.
+ */
+const MIN_PIVOT = 1e-12;
 
 /** Writes β into `out`; false when the scaled system is not positive definite (degenerate data). */
 export function solveRidge(A: Float64Array, b: Float64Array, k: number, ridge: number, out: Float64Array, scratch: Float64Array): boolean {
@@ -27,7 +34,7 @@ export function solveRidge(A: Float64Array, b: Float64Array, k: number, ridge: n
       let sum = A[i * k + j]! * si * sj + (i === j ? ridge : 0);
       for (let p = 0; p < j; p++) sum -= L[i * k + p]! * L[j * k + p]!;
       if (i === j) {
-        if (!(sum > 0)) return false;
+        if (!(sum > MIN_PIVOT)) return false;
         L[i * k + i] = Math.sqrt(sum);
       } else {
         L[i * k + j] = sum / L[j * k + j]!;

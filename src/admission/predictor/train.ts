@@ -90,7 +90,15 @@ export function train(input: TrainInput): TrainResult {
     quantile,
     model,
     training: { numRows: X.length, options },
-    provenance: { ...input.provenance, dataSha256: input.provenance.dataSha256 ?? datasetSha256(featureNames, X, y) },
+    provenance: {
+      // In the artifact's field order, so a saved and reloaded artifact serialises identically.
+      runner: input.provenance.runner,
+      modelSha256: input.provenance.modelSha256,
+      machine: input.provenance.machine,
+      dataSha256: input.provenance.dataSha256 ?? datasetSha256(featureNames, X, y),
+      command: input.provenance.command,
+      createdAt: input.provenance.createdAt,
+    },
   };
   return { artifact, predictor, trainPinball, importance, seconds: (performance.now() - t0) / 1000 };
 }
