@@ -3,7 +3,7 @@
 // The empirical τ-quantile of n values is the k-th smallest with k = ceil(τ·n) (clamped to
 // [1, n]): the lower end of the set of minimisers of the mean pinball loss, so a leaf or a shift
 // set to it is optimal for the loss being fitted. τ·n is computed with a small tolerance so that
-// 0.9 · 10 (= 9.000000000000002 in binary) picks the 9th value, not the 10th.
+// 0.55 · 100 (= 55.00000000000001 in binary) picks the 55th value, not the 56th.
 //
 // Complexity: quantile O(n log n) (a native typed-array sort); pinball O(n).
 

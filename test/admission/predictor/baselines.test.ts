@@ -13,6 +13,8 @@ describe('baselines', () => {
     assert.equal(fitConstantQuantile(X, y, 0.5).value, 5);
     assert.equal(fitConstantQuantile(X, y, 0.01).value, 1);
     assert.equal(quantileOf([3], 0.99), 3);
+    // 0.55 · 100 is 55.00000000000001 in binary; the 55th smallest is still the answer.
+    assert.equal(quantileOf(Array.from({ length: 100 }, (_, i) => 100 - i), 0.55), 55);
     assert.equal(toPredictor(fitConstantQuantile(X, y, 0.9)).predict([123]), 9);
   });
 
