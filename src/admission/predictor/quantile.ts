@@ -53,6 +53,7 @@ export function checkDataset(who: string, X: readonly FeatureRow[], y: ArrayLike
   if (X.length === 0) throw new RangeError(`${who}: expected at least one row, got 0`);
   if (X.length !== y.length) throw new RangeError(`${who}: expected one target per row (${X.length} rows), got ${y.length} targets`);
   const numFeatures = X[0]!.length;
+  if (numFeatures < 1) throw new RangeError(`${who}: expected at least one feature per row, got 0`);
   for (let i = 0; i < X.length; i++) {
     const row = X[i]!;
     if (row.length !== numFeatures) throw new RangeError(`${who}: expected ${numFeatures} features in every row, got ${row.length} in row ${i}`);

@@ -41,7 +41,16 @@ export interface TrainResult {
   /** Per feature, for the GBDT only: total split gain and its share. */
   readonly importance: readonly { readonly feature: string; readonly gain: number; readonly share: number }[] | null;
   readonly seconds: number;
+  /** Conditions worth printing that do not stop training (e.g. too few rows above the quantile). */
+  readonly warnings: readonly string[];
 }
+
+/**
+ * Fewest rows expected above the fitted quantile before train() warns. The reference fitted a
+ * 0.995 quantile with about seven rows above it and got a constant; at 0.9 the same data put
+ * hundreds above it and the model tracked load.
+ */
+export const MIN_ROWS_ABOVE_QUANTILE = 100;
 
 export function train(input: TrainInput): TrainResult {
   const t0 = performance.now();
@@ -100,7 +109,14 @@ export function train(input: TrainInput): TrainResult {
       createdAt: input.provenance.createdAt,
     },
   };
-  return { artifact, predictor, trainPinball, importance, seconds: (performance.now() - t0) / 1000 };
+  const warnings: string[] = [];
+  const numAbove = Math.round(X.length * (1 - quantile));
+  if (numAbove < MIN_ROWS_ABOVE_QUANTILE) {
+    warnings.push(
+      `only about ${numAbove} of ${X.length} rows lie above the ${quantile} quantile; fit a lower base level (about 0.9) and let the conformal step inflate it`,
+    );
+  }
+  return { artifact, predictor, trainPinball, importance, seconds: (performance.now() - t0) / 1000, warnings };
 }
 
 /** sha256 over the names, then every row's doubles and its target, in order. */

@@ -25,6 +25,13 @@ describe('binning', () => {
     assert.deepEqual(Array.from(binMatrix(column([1, 2, 2, 3, 0, 9]), [edges!])), [0, 1, 1, 2, 0, 2]);
   });
 
+  it('splits adjacent doubles at the lower one, which has no midpoint between them', () => {
+    const values = [1, 1 + Number.EPSILON, 1, 1 + Number.EPSILON];
+    const [edges] = fitBinEdges(column(values), 1, 64);
+    assert.deepEqual(Array.from(edges!), [1]);
+    assert.deepEqual(Array.from(binMatrix(column(values), [edges!])), [0, 1, 0, 1]);
+  });
+
   it('cuts distinct values into near-equal quantile bins', () => {
     const n = 10_000;
     const values = Array.from({ length: n }, (_, i) => Math.sqrt(i * 7919 % n));
@@ -41,8 +48,12 @@ describe('binning', () => {
   });
 
   it('property: bin(v) ≤ b ⇔ v ≤ t_b for every training value, thresholds ascend, no bin is empty', () => {
-    // Values drawn from a small pool give heavy ties; doubles give near-adjacent values.
-    const value = fc.oneof(fc.integer({ min: -5, max: 5 }), fc.double({ min: -1e6, max: 1e6, noNaN: true, noDefaultInfinity: true }));
+    // A small pool gives heavy ties; 1 + k·ε gives adjacent doubles (no midpoint between them).
+    const value = fc.oneof(
+      fc.integer({ min: -5, max: 5 }),
+      fc.integer({ min: 0, max: 3 }).map((k) => 1 + k * Number.EPSILON),
+      fc.double({ min: -1e6, max: 1e6, noNaN: true, noDefaultInfinity: true }),
+    );
     fc.assert(
       fc.property(fc.array(value, { minLength: 1, maxLength: 400 }), fc.integer({ min: 2, max: 256 }), (values, maxBins) => {
         const [edges] = fitBinEdges(column(values), 1, maxBins);

@@ -17,6 +17,9 @@ describe('train', () => {
     assert.equal(r.artifact.training.options.numRounds, 30);
     assert.equal(r.predictor.quantile, 0.9);
     assert.ok(r.trainPinball > 0 && r.seconds >= 0);
+    assert.deepEqual(r.warnings, []);
+    const high = train({ featureNames: names, X, y, quantile: 0.99, model: { kind: 'constant' }, provenance });
+    assert.match(high.warnings[0]!, /only about 10 of 1000 rows lie above the 0.99 quantile/);
     const given = train({ featureNames: names, X, y, quantile: 0.9, model: { kind: 'constant' }, provenance: { ...provenance, dataSha256: 'given' } });
     assert.equal(given.artifact.provenance.dataSha256, 'given');
     assert.equal(given.importance, null);
