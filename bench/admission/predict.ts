@@ -7,7 +7,7 @@
 // Reports the median over repeats of (time to predict N rows one call at a time) / N.
 import { fitGbdt, predictGbdt, predictGbdtBatch, type GbdtOptions } from '../../src/admission/predictor/gbdt.ts';
 import { OnlineLinearQuantile } from '../../src/admission/predictor/online-linear.ts';
-import { Rng } from '../../src/bench/rng.ts';
+import { Rng } from '../../src/util/rng.ts';
 
 const NUM_FEATURES = 14;
 const REPEATS = 15;

@@ -5,7 +5,7 @@
 //   poisson  gaps ~ Exp(rate)                       (CV 1)
 //   gamma    gaps ~ Gamma(shape, 1/(shape*rate))    (mean 1/rate, CV 1/sqrt(shape); shape 1 = Poisson)
 //   fixed    gaps = 1/rate                          (CV 0; understates queueing, kept for comparison)
-import { Rng } from './rng.ts';
+import { Rng } from '../util/rng.ts';
 
 export type ArrivalKind = 'poisson' | 'gamma' | 'fixed';
 

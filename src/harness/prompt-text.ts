@@ -8,7 +8,7 @@
 // count more, up to one token per byte. The harness therefore records both its estimate
 // (`prompt_tokens_est`) and the server's `usage.prompt_tokens`, and `--tokens-per-word` rescales
 // the estimate once a calibration run has measured the ratio.
-import type { Rng } from './rng.ts';
+import type { Rng } from '../util/rng.ts';
 
 const WORDS = (
   'the of and to in is it you that he was for on are as with his they at be this have from or one had ' +

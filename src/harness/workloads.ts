@@ -8,7 +8,7 @@
 //            scaled down when the model's context is smaller; fixed 128-token outputs. The study
 //            publishes the sizes but not their mix, so the default mix is 1:1:1 (`--mix`).
 //   uniform  every request the same size (`--prompt-tokens`, `--output-tokens`), each prompt unique.
-import { Rng } from './rng.ts';
+import { Rng } from '../util/rng.ts';
 import { promptText, wordsForTokens } from './prompt-text.ts';
 
 export type WorkloadKind = 'chat' | 'mixed' | 'uniform';

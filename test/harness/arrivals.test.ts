@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { arrivalTimesMs, gapsOf } from '../../src/harness/arrivals.ts';
 import { ksExponential, mean, stdSample } from '../../src/harness/stats.ts';
-import { Rng } from '../../src/harness/rng.ts';
+import { Rng } from '../../src/util/rng.ts';
 
 const poisson = (seed: number, rate = 50, durationS = 60): Float64Array =>
   arrivalTimesMs({ kind: 'poisson', ratePerS: rate, durationS, gammaShape: 1, seed });

@@ -14,7 +14,7 @@
 // Complexity: fit O(R · (m·F·D + n·D + m log m)) for R rounds, m sampled rows, F features, depth D;
 // predict O(R · D), allocation-free.
 
-import { Rng } from '../../bench/rng.ts';
+import { Rng } from '../../util/rng.ts';
 import { binMatrix, fitBinEdges, MAX_BINS } from './binning.ts';
 import type { FeatureRow, GbdtModel } from './predictor.ts';
 import { checkDataset, checkInt, checkQuantile, checkReal, pinball, quantileInPlace } from './quantile.ts';

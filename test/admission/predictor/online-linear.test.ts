@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { fitLinearQuantile, predictLinear } from '../../../src/admission/predictor/baselines.ts';
 import { OnlineLinearQuantile } from '../../../src/admission/predictor/online-linear.ts';
-import { Rng } from '../../../src/bench/rng.ts';
+import { Rng } from '../../../src/util/rng.ts';
 
 /**
  * Token-like columns of very different scales, latency roughly linear in them plus skewed noise.

@@ -1,7 +1,7 @@
 // Synthetic training sets for the predictor tests: y = f(x) + g(x)·ε with heteroscedastic noise,
 // so a correct τ-quantile model has to track both the level f and the spread g.
 
-import { Rng } from '../../../src/bench/rng.ts';
+import { Rng } from '../../../src/util/rng.ts';
 
 export interface Dataset {
   readonly X: number[][];
