@@ -12,6 +12,9 @@
 // online-calibrator.ts), and each hit loosens the bound — the cap keeps that feedback from relaxing a
 // 99% promise past 95%. Clipping the state itself (not just the level read from it) prevents windup.
 //
+// err_t is judged against q̂ in force when the outcome arrives; the decision's own bound may be a
+// little older (other outcomes landed in between), a difference of a few steps of γ.
+//
 // γ is a timescale: at the reference's γ = 0.005 a level moves by thousandths over a few hundred
 // outcomes. While the window holds fewer than minN scores no bound was in force, so α_t does not move.
 //

@@ -47,7 +47,7 @@ export interface CalibratorState {
   readonly alpha: number;
   /** The level the quantile is taken at now (= alpha except under ACI). */
   readonly workingAlpha: number;
-  /** The current conformal quantile; null while uncalibrated. */
+  /** The current conformal quantile (+∞ under ACI when the window cannot certify the working level; JSON shows that as null); null while uncalibrated. */
   readonly q: number | null;
   readonly status: 'calibrated' | 'uncalibrated';
   /** Outcomes observed, and how many exceeded the bound in force when they were observed. */

@@ -66,9 +66,9 @@ export interface CalibrateOptions {
 }
 
 /**
- * ⌈(n+1)(1−α)⌉, computed so that floating-point noise cannot add a rank: (n+1)(1−α) is rounded
- * to 9 significant digits of its fractional part first (1 − 0.07 times 100 is 93.00000000000001
- * in doubles, and 94 would be one rank more conservative than the theorem asks).
+ * ⌈(n+1)(1−α)⌉, computed so that floating-point noise cannot add a rank: (n+1)(1−α) is snapped to
+ * the nearest integer when within 1e-9·(n+1) of it ((1 − 0.07)·100 is 93.00000000000001 in doubles,
+ * and 94 would be one rank more conservative than the theorem asks).
  */
 export function conformalRank(n: number, alpha: number): number {
   validateN('conformalRank', n);

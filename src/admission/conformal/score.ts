@@ -33,9 +33,9 @@ export const absoluteScore: Score = {
     finite('absolute', 'y', y);
     return y - yhat;
   },
-  bound(yhat, q) {
+  bound: (yhat, q) => {
     finite('absolute', 'yhat', yhat);
-    return invert(this, yhat, q, undefined, yhat + q);
+    return invert(absoluteScore, yhat, q, undefined, yhat + q);
   },
 };
 
@@ -50,9 +50,9 @@ export const ratioScore: Score = {
     aboveMinusOne('y', y);
     return Math.log1p(y) - Math.log1p(yhat);
   },
-  bound(yhat, q) {
+  bound: (yhat, q) => {
     aboveMinusOne('yhat', yhat);
-    return invert(this, yhat, q, undefined, Math.expm1(Math.log1p(yhat) + q), RATIO_FLOOR);
+    return invert(ratioScore, yhat, q, undefined, Math.expm1(Math.log1p(yhat) + q), RATIO_FLOOR);
   },
 };
 
@@ -77,18 +77,19 @@ export function scaledScore(options: ScaledScoreOptions = {}): Score {
     if (!Number.isFinite(s) || s <= 0) throw new Error(`bug: scaled score expected σ̂ > 0, got ${s}`);
     return s;
   };
-  return {
+  const scaled: Score = {
     name: 'scaled',
     score: (yhat, y, aux) => {
       finite('scaled', 'yhat', yhat);
       finite('scaled', 'y', y);
       return (y - yhat) / sigma(yhat, aux);
     },
-    bound(yhat, q, aux) {
+    bound: (yhat, q, aux) => {
       finite('scaled', 'yhat', yhat);
-      return invert(this, yhat, q, aux, yhat + q * sigma(yhat, aux));
+      return invert(scaled, yhat, q, aux, yhat + q * sigma(yhat, aux));
     },
   };
+  return scaled;
 }
 
 // ---- helpers ----
