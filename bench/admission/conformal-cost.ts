@@ -18,7 +18,7 @@
 
 import { createOnlineCalibrator, type OnlineCalibrator, type OnlineCalibratorConfig } from '../../src/admission/conformal/online-calibrator.ts';
 import { ratioScore } from '../../src/admission/conformal/score.ts';
-import { Rng } from '../../src/bench/rng.ts';
+import { Rng } from '../../src/util/rng.ts';
 
 const CALLS = 200_000;
 const WARMUP = 20_000;

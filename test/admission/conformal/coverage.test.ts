@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { calibrate, type Observation } from '../../../src/admission/conformal/quantile.ts';
 import { absoluteScore, ratioScore, scaledScore, type Score } from '../../../src/admission/conformal/score.ts';
-import { Rng } from '../../../src/bench/rng.ts';
+import { Rng } from '../../../src/util/rng.ts';
 
 const TRIALS = 2000;
 const N = 200;

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { holdOutSlice, splitFolds, type Fold } from '../../../src/admission/conformal/folds.ts';
 import { selectScoreAndLevel, type Candidate } from '../../../src/admission/conformal/select.ts';
 import { absoluteScore, ratioScore, scaledScore } from '../../../src/admission/conformal/score.ts';
-import { Rng } from '../../../src/bench/rng.ts';
+import { Rng } from '../../../src/util/rng.ts';
 
 interface Row {
   readonly round: number;

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createOnlineCalibrator, type CalibratorMode, type OnlineCalibrator, type OnlineCalibratorConfig } from '../../../src/admission/conformal/online-calibrator.ts';
 import { ratioScore } from '../../../src/admission/conformal/score.ts';
-import { Rng } from '../../../src/bench/rng.ts';
+import { Rng } from '../../../src/util/rng.ts';
 
 const ALPHA = 0.1;
 const PRE = 3000;

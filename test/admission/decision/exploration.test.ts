@@ -5,7 +5,7 @@ import { createOnlineCalibrator } from '../../../src/admission/conformal/online-
 import { ratioScore } from '../../../src/admission/conformal/score.ts';
 import { ExplorationQuota, explorationReason, type ExplorationView } from '../../../src/admission/decision/exploration.ts';
 import { AdmissionGate } from '../../../src/admission/decision/gate.ts';
-import { Rng } from '../../../src/bench/rng.ts';
+import { Rng } from '../../../src/util/rng.ts';
 
 const SEED = 20261130;
 const IDLE: ExplorationView = { numRunning: 0, numWaiting: 0, decodeTokensPerS: 500 };

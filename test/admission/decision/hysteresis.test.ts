@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Hysteresis } from '../../../src/admission/decision/hysteresis.ts';
-import { Rng } from '../../../src/bench/rng.ts';
+import { Rng } from '../../../src/util/rng.ts';
 
 const BUDGET = 4000;
 
