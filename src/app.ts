@@ -6,6 +6,9 @@ import type { FastifyInstance } from 'fastify';
 import type { ServerConfig } from './api/config.ts';
 import type { Lifecycle } from './api/server.ts';
 import { buildServer } from './api/server.ts';
+import type { AdmissionController } from './admission/controller.ts';
+import type { AdmissionConfig } from './admission/factory.ts';
+import { createAdmissionController } from './admission/factory.ts';
 import { TraceWriter } from './admission/trace-writer.ts';
 import { EngineBackend } from './backend/engine-backend.ts';
 import type { Clock } from './engine/clock.ts';
@@ -33,6 +36,8 @@ export interface HeadroomOptions {
   readonly onEngineFailure?: FatalListener;
   /** Append one admission-trace row per request choice to this JSONL file. */
   readonly traceOut?: string;
+  /** Admission control (default off here; `headroom serve` turns the conformal controller on), or a controller built by the caller. */
+  readonly admission?: AdmissionConfig | AdmissionController;
 }
 
 export class Headroom {
@@ -42,6 +47,7 @@ export class Headroom {
   readonly lifecycle: Lifecycle = { warm: false };
   readonly obs: Observability;
   readonly trace: TraceWriter | null;
+  readonly admission: AdmissionController;
   readonly #opts: HeadroomOptions;
 
   constructor(opts: HeadroomOptions) {
@@ -53,13 +59,18 @@ export class Headroom {
     this.backend = new EngineBackend(this.engine, clock);
     this.obs = new Observability(this.engine, { sloMs: opts.server.sloMs, ...opts.obs });
     this.trace = opts.traceOut === undefined ? null : new TraceWriter(opts.traceOut);
+    const a = opts.admission ?? { mode: 'off' };
+    this.admission = 'decide' in a ? a : createAdmissionController(a);
+    const admission = this.admission;
+    const statsExtra = opts.statsExtra;
     this.app = buildServer({
       backend: this.backend,
+      admission,
       ...(this.trace === null ? {} : { trace: this.trace }),
       config: opts.server,
       lifecycle: this.lifecycle,
       obs: this.obs,
-      ...(opts.statsExtra === undefined ? {} : { statsExtra: opts.statsExtra }),
+      statsExtra: () => ({ admission: admission.state(), ...statsExtra?.() }),
     });
   }
 

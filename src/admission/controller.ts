@@ -23,19 +23,48 @@ export interface AdmissionContext {
   readonly n: number;
   /** Chat messages (1 for a completion). */
   readonly numMessages: number;
+  /** Time-to-first-token budget (`x-slo-ttft-ms`), or null when the request asks for none. */
+  readonly ttftBudgetMs: number | null;
 }
 
-export type AdmissionDecision =
-  | { readonly admit: true; /** The latency bound the decision used, ms (null: none computed). */ readonly boundMs: number | null }
-  | { readonly admit: false; readonly boundMs: number | null; readonly refusal: Refusal };
+/** What the controller wants back with the outcome: its base predictions at decision time. */
+export interface DecisionMemo {
+  readonly e2ePredictionMs: number | null;
+  readonly ttftPredictionMs: number | null;
+}
+
+interface DecisionCommon {
+  /** The E2E bound the decision used, ms (null: none computed). */
+  readonly boundMs: number | null;
+  /** Why, in a word (fits, explore, over_budget, ...), for traces and logs. */
+  readonly reason: string;
+  readonly memo: DecisionMemo | null;
+}
+
+export type AdmissionDecision = (DecisionCommon & { readonly admit: true }) | (DecisionCommon & { readonly admit: false; readonly refusal: Refusal });
+
+/** An admitted choice's outcome, as the controller learns it. */
+export interface AdmissionOutcome {
+  /** E2E and TTFT, ms (null: never reached). */
+  readonly e2eMs: number | null;
+  readonly ttftMs: number | null;
+  /** Aborted or failed: the latency is a lower bound. */
+  readonly censored: boolean;
+}
 
 export interface AdmissionController {
   readonly name: string;
   decide(ctx: AdmissionContext, snapshot: EngineSnapshot | null, features: Float64Array): AdmissionDecision;
+  /** Feedback from an admitted request (once per choice). */
+  observe(features: Float64Array, decision: AdmissionDecision, outcome: AdmissionOutcome): void;
+  /** For /stats. */
+  state(): Record<string, unknown>;
 }
 
 /** Admits everything: the behaviour before admission control exists, and the ablation's "off". */
 export const admitAll: AdmissionController = {
   name: 'off',
-  decide: () => ({ admit: true, boundMs: null }),
+  decide: () => ({ admit: true, boundMs: null, reason: 'off', memo: null }),
+  observe: () => undefined,
+  state: () => ({ name: 'off' }),
 };

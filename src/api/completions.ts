@@ -8,7 +8,7 @@
 // tells the backend to stop that choice. Every stream ends with [DONE] (or the socket is gone).
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AdmissionContext, AdmissionController } from '../admission/controller.ts';
+import type { AdmissionContext, AdmissionController, AdmissionDecision } from '../admission/controller.ts';
 import { NUM_FEATURES, extractFeatures } from '../admission/features.ts';
 import type { TraceWriter } from '../admission/trace-writer.ts';
 import type { Backend, Generation, GenerationJob } from '../backend/backend.ts';
@@ -45,9 +45,10 @@ interface Call {
   readonly ctx: AdmissionContext;
   readonly traceparent: string | undefined;
   readonly controller: AbortController;
-  /** What admission saw, and the bound it used. */
+  /** What admission saw, and what it decided. */
   readonly features: Float64Array;
   boundMs: number | null;
+  decision: AdmissionDecision | null;
 }
 
 export class CompletionsHandler {
@@ -59,7 +60,8 @@ export class CompletionsHandler {
 
   async handle(kind: Kind, req: FastifyRequest, reply: FastifyReply): Promise<void> {
     const { backend, config, ids } = this.#d;
-    const prepared = prepare(parse(kind, req.body, backend.info), req.headers['x-slo-ms'], { tokenizer: backend.tokenizer, info: backend.info, config, ids });
+    const budget = { slo: req.headers['x-slo-ms'], ttft: req.headers['x-slo-ttft-ms'], tpot: req.headers['x-slo-tpot-ms'] };
+    const prepared = prepare(parse(kind, req.body, backend.info), budget, { tokenizer: backend.tokenizer, info: backend.info, config, ids });
     const id = ids.next(kind === 'chat' ? 'chatcmpl' : 'cmpl');
     const ctx: AdmissionContext = {
       requestId: id,
@@ -70,11 +72,12 @@ export class CompletionsHandler {
       maxTokens: prepared.maxTokens,
       n: prepared.n,
       numMessages: prepared.numMessages,
+      ttftBudgetMs: prepared.ttftBudgetMs,
     };
     const traceparent = typeof req.headers.traceparent === 'string' ? req.headers.traceparent : undefined;
     const snapshot = backend.snapshot();
     const features = extractFeatures(ctx, snapshot, new Float64Array(NUM_FEATURES));
-    const call: Call = { id, prepared, ctx, traceparent, controller: new AbortController(), features, boundMs: null };
+    const call: Call = { id, prepared, ctx, traceparent, controller: new AbortController(), features, boundMs: null, decision: null };
 
     const decideStart = performance.now();
     const flow = this.#d.flow.acquire(ctx);
@@ -82,6 +85,7 @@ export class CompletionsHandler {
     try {
       const decision = this.#d.admission.decide(ctx, snapshot, features);
       call.boundMs = decision.boundMs;
+      call.decision = decision;
       if (!decision.admit) this.#refuse(call, decision.refusal);
       // A client that leaves (stream or not) aborts its choices; the engine frees them before the next step.
       reply.raw.on('close', () => {
@@ -199,6 +203,14 @@ export class CompletionsHandler {
   #finished(call: Call, index: number, t: RequestTimeline): void {
     this.#d.obs?.finished(t, t.outcome ?? 'error', call.traceparent);
     this.#d.trace?.finished(call.ctx, call.features, call.boundMs, index, t);
+    if (call.decision !== null && t.outcome !== 'error') {
+      const elapsed = (t.finishedMs ?? this.#d.backend.clock.nowMs()) - t.arrivalMs;
+      this.#d.admission.observe(call.features, call.decision, {
+        e2eMs: elapsed,
+        ttftMs: t.firstTokenMs === null ? null : t.firstTokenMs - t.arrivalMs,
+        censored: t.outcome === 'abort',
+      });
+    }
   }
 
   #usage(call: Call, choices: readonly ChoiceStream[]) {

@@ -30,7 +30,10 @@ export interface Prepared {
   readonly stop: readonly string[];
   readonly sampling: SamplingParams;
   readonly ignoreEos: boolean;
+  /** E2E budget: `x-slo-ms`, or TTFT + max_tokens × TPOT when those headers are given (the smaller), or the server default. */
   readonly sloMs: number;
+  /** TTFT budget (`x-slo-ttft-ms`), or null. */
+  readonly ttftBudgetMs: number | null;
   readonly stream: boolean;
   readonly includeUsage: boolean;
 }
@@ -51,7 +54,14 @@ export interface PrepareDeps {
   readonly ids: IdSource;
 }
 
-export function prepare(p: Parsed, sloHeader: string | string[] | undefined, deps: PrepareDeps): Prepared {
+/** The latency-budget headers of a request (llm-d's names for the TTFT and TPOT ones). */
+export interface BudgetHeaders {
+  readonly slo: string | string[] | undefined;
+  readonly ttft: string | string[] | undefined;
+  readonly tpot: string | string[] | undefined;
+}
+
+export function prepare(p: Parsed, budget: BudgetHeaders, deps: PrepareDeps): Prepared {
   const { body } = p;
   const promptTokens = tokenizePrompt(p, deps.tokenizer);
   const ctx = deps.info.contextTokens;
@@ -66,17 +76,24 @@ export function prepare(p: Parsed, sloHeader: string | string[] | undefined, dep
     throw new ApiError('invalid_value', `max_tokens is at most ${deps.config.maxOutputTokens} on this server; got ${requested}.`, { param: 'max_tokens' });
   }
   const stream = body.stream === true;
+  const maxTokens = requested ?? Math.min(deps.config.maxOutputTokens, ctx - promptTokens.length);
+  const ttftBudgetMs = headerMs(budget.ttft, 'x-slo-ttft-ms', deps.config);
+  const tpotMs = headerMs(budget.tpot, 'x-slo-tpot-ms', deps.config);
+  const sloHeaderMs = headerMs(budget.slo, 'x-slo-ms', deps.config);
+  const fromTpot = tpotMs === null ? null : (ttftBudgetMs ?? 0) + maxTokens * tpotMs;
+  const sloMs = sloHeaderMs !== null && fromTpot !== null ? Math.min(sloHeaderMs, fromTpot) : (sloHeaderMs ?? fromTpot ?? deps.config.sloMs);
   return {
     kind: p.kind,
     model: body.model,
     promptTokens,
     numMessages: p.kind === 'chat' ? p.body.messages.length : 1,
-    maxTokens: requested ?? Math.min(deps.config.maxOutputTokens, ctx - promptTokens.length),
+    maxTokens,
     n: body.n ?? 1,
     stop: body.stop == null ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop,
     sampling: { temperature: body.temperature ?? 1, topP: body.top_p ?? 1, seed: body.seed ?? deps.ids.seed() },
     ignoreEos: body.ignore_eos === true,
-    sloMs: sloFromHeader(sloHeader, deps.config),
+    sloMs,
+    ttftBudgetMs,
     stream,
     includeUsage: stream && body.stream_options?.include_usage === true,
   };
@@ -99,12 +116,13 @@ function tokenizePrompt(p: Parsed, tokenizer: Tokenizer): number[] {
   return [...ids];
 }
 
-function sloFromHeader(h: string | string[] | undefined, config: ServerConfig): number {
-  if (h === undefined) return config.sloMs;
+/** A budget header in whole ms, or null when absent; out of range is a 400 naming the header. */
+function headerMs(h: string | string[] | undefined, name: string, config: ServerConfig): number | null {
+  if (h === undefined) return null;
   const v = Array.isArray(h) ? h[0] : h;
   const n = Number(v);
   if (v === undefined || !/^\d+$/.test(v.trim()) || !(n >= 1 && n <= config.maxSloMs)) {
-    throw new ApiError('invalid_value', `x-slo-ms must be an integer number of milliseconds in [1, ${config.maxSloMs}]; got '${v}'.`, { param: 'x-slo-ms' });
+    throw new ApiError('invalid_value', `${name} must be an integer number of milliseconds in [1, ${config.maxSloMs}]; got '${v}'.`, { param: name });
   }
   return n;
 }

@@ -44,7 +44,7 @@ export type _NoOutcomeKeys = Assert<IsNever<Extract<DeepKeys<AdmissionContext> |
 type Reachable = DeepValues<AdmissionContext> | DeepValues<EngineSnapshot>;
 export type _NoRequest = Assert<IsNever<Extract<Reachable, Request | RequestTimeline | RequestOutput>>>;
 
-const ctx: AdmissionContext = { requestId: 'r', arrivalMs: 1000, sloMs: 4000, numPromptTokens: 300, numCachedTokens: 64, maxTokens: 100, n: 1, numMessages: 2 };
+const ctx: AdmissionContext = { requestId: 'r', arrivalMs: 1000, sloMs: 4000, numPromptTokens: 300, numCachedTokens: 64, maxTokens: 100, n: 1, numMessages: 2, ttftBudgetMs: null };
 
 function snapshot(over: Partial<EngineSnapshot> = {}): EngineSnapshot {
   return {

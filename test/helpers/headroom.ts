@@ -3,6 +3,7 @@
 import { serverConfig } from '../../src/api/config.ts';
 import type { ServerConfig } from '../../src/api/config.ts';
 import { Headroom } from '../../src/app.ts';
+import type { HeadroomOptions } from '../../src/app.ts';
 import type { SchedulerConfig } from '../../src/engine/scheduler/factory.ts';
 import type { MockRunnerOptions } from '../../src/engine/runner/mock/mock-runner.ts';
 import { MockRunner } from '../../src/engine/runner/mock/mock-runner.ts';
@@ -24,6 +25,7 @@ export interface TestServerOptions {
   readonly maxQueuedRequests?: number;
   readonly onEngineFailure?: FatalListener;
   readonly traceOut?: string;
+  readonly admission?: HeadroomOptions['admission'];
 }
 
 export async function startTestServer(opts: TestServerOptions = {}): Promise<TestServer> {
@@ -35,6 +37,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     maxQueuedRequests: opts.maxQueuedRequests ?? 1024,
     ...(opts.onEngineFailure === undefined ? {} : { onEngineFailure: opts.onEngineFailure }),
     ...(opts.traceOut === undefined ? {} : { traceOut: opts.traceOut }),
+    ...(opts.admission === undefined ? {} : { admission: opts.admission }),
   });
   const url = await headroom.start();
   return { url, headroom, runner, close: () => headroom.close() };

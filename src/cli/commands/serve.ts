@@ -6,6 +6,8 @@ import { serverConfig } from '../../api/config.ts';
 import { Headroom } from '../../app.ts';
 import type { SchedulerName } from '../../engine/scheduler/factory.ts';
 import { createRunner } from '../../engine/runner/factory.ts';
+import type { Runner } from '../../engine/runner/runner.ts';
+import { fileSha256, machineIdentity } from '../../admission/provenance.ts';
 
 interface ServeFlags {
   host: string;
@@ -33,10 +35,22 @@ interface ServeFlags {
   metrics: boolean;
   exitOnEngineFailure: boolean;
   traceOut?: string;
+  admission: 'conformal' | 'off';
+  admissionGuarantee: string;
+  admissionCalibration: 'rolling' | 'aci';
+  admissionArtifact?: string;
+  admissionAllowMismatch: boolean;
 }
 
 /** Exit status when the engine's step loop fails (a bug): a supervisor should restart the process. */
 export const EXIT_ENGINE_FAILURE = 70;
+
+/** What an admission artifact must have been fitted on to be trusted here. */
+async function runnerIdentity(runner: Runner): Promise<{ runner: string; modelSha256: string; machine: string }> {
+  const path = runner.info.details['modelPath'];
+  const modelSha256 = typeof path === 'string' ? await fileSha256(path) : `mock:${JSON.stringify(runner.info.details)}`;
+  return { runner: runner.info.name, modelSha256, machine: machineIdentity() };
+}
 
 const int = (name: string, v: string): number => {
   const n = Number(v);
@@ -71,6 +85,11 @@ export function registerServeCommand(program: Command): void {
     .option('--mock-speed <x>', 'mock runner cost multiplier', '1')
     .option('--otel-endpoint <url>', 'export OpenTelemetry request spans to this OTLP/HTTP collector (off by default)')
     .option('--no-metrics', 'do not serve Prometheus metrics on /metrics')
+    .addOption(new Option('--admission <mode>', 'admission control: admit a request only if its calibrated latency bound fits its budget').choices(['conformal', 'off']).default('conformal'))
+    .option('--admission-guarantee <p>', 'share of admitted requests promised to finish inside their budget, (0, 1)', '0.95')
+    .addOption(new Option('--admission-calibration <mode>', 'online conformal calibration: rolling window or adaptive (ACI)').choices(['rolling', 'aci']).default('rolling'))
+    .option('--admission-artifact <file>', 'an offline E2E predictor (headroom admission train); default: an online baseline fitted from outcomes')
+    .option('--admission-allow-mismatch', 'use an artifact fitted on another runner, model or machine (warns)', false)
     .option('--trace-out <file>', 'append one admission-trace JSON line per request (features as admission saw them, then the outcome)')
     .option('--no-exit-on-engine-failure', `stay up with /health at 503 when the engine fails, instead of exiting with status ${EXIT_ENGINE_FAILURE}`)
     .action(async (f: ServeFlags) => {
@@ -100,6 +119,13 @@ export function registerServeCommand(program: Command): void {
         maxQueuedRequests: int('max-queued', f.maxQueued),
         obs: { metrics: f.metrics, ...(f.otelEndpoint === undefined ? {} : { otelEndpoint: f.otelEndpoint }) },
         ...(f.traceOut === undefined ? {} : { traceOut: f.traceOut }),
+        admission: {
+          mode: f.admission,
+          guarantee: Number(f.admissionGuarantee),
+          calibration: f.admissionCalibration,
+          allowMismatch: f.admissionAllowMismatch,
+          ...(f.admissionArtifact === undefined ? {} : { artifactPath: f.admissionArtifact, expect: await runnerIdentity(runner) }),
+        },
         onEngineFailure: (error) => {
           // Every held request has already failed and the last step records are in the log.
           if (!f.exitOnEngineFailure) {

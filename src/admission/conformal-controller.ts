@@ -1,0 +1,92 @@
+// The conformal admission controller: admit a request iff the calibrated upper bound on its
+// latency fits its budget — E2E always, TTFT too when the request sets `x-slo-ttft-ms` — else
+// refuse at once with 503 `slo_unattainable` and a Retry-After from the work in flight.
+//
+// A pure function of (context, snapshot, features) plus its own small state: the two bound models
+// (predictor + online calibrator), the hysteresis regimes and the exploration quota (decision/).
+// Decision order, per target:
+//   no calibrated bound yet (cold start: fewer outcomes than the small-n guard) → admit: exploring
+//   is how the bound gets its data, and refusing would keep it cold forever;
+//   bound fits the budget (inside 0.9× of it while shedding: hysteresis)       → admit;
+//   engine idle or its rates unmeasured, and the exploration quota has a slot   → admit;
+//   otherwise                                                                   → refuse.
+
+import { refusal } from '../backend/refusal.ts';
+import type { EngineSnapshot } from '../engine/snapshot.ts';
+import type { BoundModel } from './bound-model.ts';
+import type { AdmissionContext, AdmissionController, AdmissionDecision, AdmissionOutcome, DecisionMemo } from './controller.ts';
+import { AdmissionGate } from './decision/gate.ts';
+import type { GateDecision } from './decision/gate.ts';
+import { RetryAfter } from './decision/retry-after.ts';
+
+export interface ConformalControllerOptions {
+  /** Target miscoverage: 0.05 promises 95% of admitted requests inside their budget. */
+  readonly alpha: number;
+  readonly e2e: BoundModel;
+  readonly ttft: BoundModel;
+  readonly e2eGate?: AdmissionGate;
+  readonly ttftGate?: AdmissionGate;
+  readonly retryAfter?: RetryAfter;
+}
+
+export class ConformalController implements AdmissionController {
+  readonly name = 'conformal';
+  readonly #o: ConformalControllerOptions;
+  readonly #e2eGate: AdmissionGate;
+  readonly #ttftGate: AdmissionGate;
+  readonly #retry: RetryAfter;
+  #numDecisions = 0;
+  #numRefused = 0;
+  readonly #reasons = new Map<string, number>();
+
+  constructor(o: ConformalControllerOptions) {
+    if (!(o.alpha > 0 && o.alpha < 1)) throw new Error(`ConformalController: expected alpha in (0, 1), got ${o.alpha}`);
+    this.#o = o;
+    this.#e2eGate = o.e2eGate ?? new AdmissionGate();
+    this.#ttftGate = o.ttftGate ?? new AdmissionGate();
+    this.#retry = o.retryAfter ?? new RetryAfter();
+  }
+
+  decide(ctx: AdmissionContext, snapshot: EngineSnapshot | null, features: Float64Array): AdmissionDecision {
+    this.#numDecisions++;
+    const memo: DecisionMemo = { e2ePredictionMs: this.#o.e2e.predict(features), ttftPredictionMs: ctx.ttftBudgetMs === null ? null : this.#o.ttft.predict(features) };
+    const e2e = this.#gate(this.#o.e2e, this.#e2eGate, memo.e2ePredictionMs, ctx.sloMs, ctx, snapshot);
+    let verdict = e2e;
+    if (verdict.admit && ctx.ttftBudgetMs !== null) verdict = this.#gate(this.#o.ttft, this.#ttftGate, memo.ttftPredictionMs, ctx.ttftBudgetMs, ctx, snapshot);
+    this.#reasons.set(verdict.reason, (this.#reasons.get(verdict.reason) ?? 0) + 1);
+    if (verdict.admit) return { admit: true, boundMs: e2e.boundMs, reason: verdict.reason, memo };
+    this.#numRefused++;
+    const retryAfterS = snapshot === null ? this.#retry.minS : this.#retry.fromWork(snapshot);
+    const what = verdict === e2e ? 'end-to-end latency' : 'time to first token';
+    const budget = verdict === e2e ? ctx.sloMs : ctx.ttftBudgetMs!;
+    const bound = verdict.boundMs === null ? 'unknown' : `${Math.round(verdict.boundMs)} ms`;
+    const message = `This request's ${what} cannot be bounded inside its budget now (bound ${bound}, budget ${budget} ms at ${(1 - this.#o.alpha) * 100}% confidence); retry after ${retryAfterS} s.`;
+    return { admit: false, boundMs: e2e.boundMs, reason: verdict.reason, memo, refusal: refusal('conformal', { message, retryAfterS }) };
+  }
+
+  observe(features: Float64Array, decision: AdmissionDecision, outcome: AdmissionOutcome): void {
+    const memo = decision.memo;
+    if (memo === null) return;
+    if (outcome.e2eMs !== null) this.#o.e2e.observe(features, memo.e2ePredictionMs, outcome.e2eMs, outcome.censored);
+    // Every admitted request teaches the TTFT model, asked for or not: its budget is the client's, its latency is the engine's.
+    if (outcome.ttftMs !== null) this.#o.ttft.observe(features, memo.ttftPredictionMs ?? this.#o.ttft.predict(features), outcome.ttftMs, false);
+  }
+
+  state(): Record<string, unknown> {
+    return {
+      name: this.name,
+      alpha: this.#o.alpha,
+      numDecisions: this.#numDecisions,
+      numRefused: this.#numRefused,
+      reasons: Object.fromEntries(this.#reasons),
+      e2e: { ...this.#o.e2e.state(), hysteresis: this.#e2eGate.hysteresis.state, explorationGrants: this.#e2eGate.exploration.numGrants },
+      ttft: { ...this.#o.ttft.state(), hysteresis: this.#ttftGate.hysteresis.state, explorationGrants: this.#ttftGate.exploration.numGrants },
+    };
+  }
+
+  #gate(model: BoundModel, gate: AdmissionGate, yhat: number | null, budgetMs: number, ctx: AdmissionContext, snapshot: EngineSnapshot | null): GateDecision {
+    const bound = model.bound(yhat);
+    if (bound.status === 'uncalibrated') return { admit: true, reason: 'explore', boundMs: null, explored: 'uncalibrated' };
+    return gate.decide({ bound, budgetMs, nowMs: ctx.arrivalMs, engine: snapshot });
+  }
+}

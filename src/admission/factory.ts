@@ -1,0 +1,73 @@
+// Builds the admission controller named by configuration: `off` (admit everything: the ablation's
+// baseline) or `conformal` (on by default in `headroom serve`). Without an artifact the predictor
+// is the online throughput baseline, fitted from the server's own outcomes; an offline artifact
+// (`headroom admission train`) replaces it for the E2E target after a provenance check.
+
+import { BoundModel } from './bound-model.ts';
+import type { BasePredictor } from './bound-model.ts';
+import { createOnlineCalibrator } from './conformal/online-calibrator.ts';
+import type { CalibratorMode } from './conformal/online-calibrator.ts';
+import { ratioScore } from './conformal/score.ts';
+import { ConformalController } from './conformal-controller.ts';
+import type { AdmissionController } from './controller.ts';
+import { admitAll } from './controller.ts';
+import type { FeatureName } from './features.ts';
+import { FEATURE_NAMES, NUM_FEATURES } from './features.ts';
+import { checkArtifact, loadArtifact } from './predictor/artifact.ts';
+import { OnlineLinearQuantile } from './predictor/online-linear.ts';
+import { toPredictor } from './predictor/predictor.ts';
+
+export interface AdmissionConfig {
+  readonly mode: 'off' | 'conformal';
+  /** Guarantee: the share of admitted requests inside their budget, e.g. 0.95. */
+  readonly guarantee?: number;
+  readonly calibration?: Exclude<CalibratorMode, 'static'>;
+  /** Outcomes the rolling / ACI calibrator keeps. */
+  readonly window?: number;
+  /** Small-n guard: below this many outcomes the bound is "uncalibrated" and the controller explores. */
+  readonly minOutcomes?: number;
+  /** An offline predictor artifact for the E2E target. */
+  readonly artifactPath?: string;
+  /** What the artifact must have been fitted on; mismatches refuse to start unless `allowMismatch`. */
+  readonly expect?: { readonly runner: string; readonly modelSha256: string; readonly machine: string };
+  readonly allowMismatch?: boolean;
+  /** Where warnings go (default console.error). */
+  readonly warn?: (msg: string) => void;
+}
+
+/** The base model's quantile level: a stable estimate that the conformal step inflates to the guarantee. */
+const BASE_QUANTILE = 0.9;
+const ONLINE_WINDOW = 2000;
+const E2E_COLUMNS: readonly FeatureName[] = ['new_prefill_tokens', 'max_tokens', 'prompt_work_ahead', 'remaining_decode_tokens', 'running'];
+const TTFT_COLUMNS: readonly FeatureName[] = ['new_prefill_tokens', 'prompt_work_ahead', 'running', 'waiting'];
+
+const columnsOf = (names: readonly FeatureName[]): number[] => names.map((n) => FEATURE_NAMES.indexOf(n));
+
+function online(columns: readonly FeatureName[]): BasePredictor {
+  return { kind: 'online', model: new OnlineLinearQuantile({ quantile: BASE_QUANTILE, columns: columnsOf(columns), numFeatures: NUM_FEATURES, windowSize: ONLINE_WINDOW }) };
+}
+
+export function createAdmissionController(c: AdmissionConfig): AdmissionController {
+  if (c.mode === 'off') return admitAll;
+  const guarantee = c.guarantee ?? 0.95;
+  if (!(guarantee > 0 && guarantee < 1)) throw new Error(`admission: expected a guarantee in (0, 1), got ${guarantee}`);
+  const alpha = 1 - guarantee;
+  const calibrator = () =>
+    createOnlineCalibrator({ mode: c.calibration ?? 'rolling', score: ratioScore, alpha, ...(c.minOutcomes === undefined ? {} : { minN: c.minOutcomes }), ...(c.window === undefined ? {} : { window: c.window }) });
+  let e2eBase = online(E2E_COLUMNS);
+  if (c.artifactPath !== undefined) {
+    const loaded = loadArtifact(c.artifactPath);
+    if (!loaded.ok) throw new Error(`admission: cannot use ${c.artifactPath}: ${loaded.reason}`);
+    const a = loaded.artifact;
+    if (c.expect !== undefined) {
+      const bad = checkArtifact(a, { ...c.expect, featureNames: FEATURE_NAMES });
+      if (bad.length > 0) {
+        const what = bad.map((m) => `${m.field} (artifact ${JSON.stringify(m.artifact)}, here ${JSON.stringify(m.current)})`).join('; ');
+        if (c.allowMismatch !== true) throw new Error(`admission: ${c.artifactPath} was fitted elsewhere: ${what}; refit it here, or pass --admission-allow-mismatch`);
+        (c.warn ?? console.error)(`headroom: WARNING: admission artifact ${c.artifactPath} was fitted elsewhere: ${what}; its bound may be arbitrary here`);
+      }
+    }
+    e2eBase = { kind: 'artifact', predictor: toPredictor(a.model), description: `${a.model.kind} artifact ${c.artifactPath} (τ=${a.quantile}, ${a.training.numRows} rows)` };
+  }
+  return new ConformalController({ alpha, e2e: new BoundModel(e2eBase, calibrator()), ttft: new BoundModel(online(TTFT_COLUMNS), calibrator()) });
+}
