@@ -21,8 +21,10 @@ export interface Dataset {
   readonly x: Float64Array;
   /** Observed latency, ms. */
   readonly y: Float64Array;
-  /** Fold key of each row (the collection round). */
+  /** Fold key of each row: its block, `<round>/<rate>` (whole rounds go to whole folds; a block is the finest unit). */
   readonly group: readonly string[];
+  /** The collection round of each row. */
+  readonly round: readonly string[];
   /** Offered rate of each row's block (for reports), or NaN. */
   readonly rate: Float64Array;
   readonly numRows: number;
@@ -66,7 +68,7 @@ export function parseTrace(text: string, source: string): TraceRow[] {
 }
 
 /** Build the matrix from rows (each tagged with its fold key and rate). */
-export function toDataset(tagged: readonly { row: TraceRow; group: string; rate: number }[], target: Target): Dataset {
+export function toDataset(tagged: readonly { row: TraceRow; round: string; rate: number }[], target: Target): Dataset {
   const keep = tagged.filter(({ row }) => row.admitted && !row.censored && (target === 'e2e' ? row.e2e_ms : row.ttft_ms) !== null);
   const x = new Float64Array(keep.length * NUM_FEATURES);
   const y = new Float64Array(keep.length);
@@ -80,11 +82,17 @@ export function toDataset(tagged: readonly { row: TraceRow; group: string; rate:
     y[i] = (target === 'e2e' ? row.e2e_ms : row.ttft_ms)!;
     rate[i] = r;
   });
-  return { featureNames: FEATURE_NAMES, x, y, group: keep.map((k) => k.group), rate, numRows: keep.length, numRead: tagged.length, numDropped: tagged.length - keep.length };
+  return { featureNames: FEATURE_NAMES, x, y, group: keep.map((k) => `${k.round}/${k.rate}`), round: keep.map((k) => k.round), rate, numRows: keep.length, numRead: tagged.length, numDropped: tagged.length - keep.length };
+}
+
+/** The block keys of the given rounds (for a fold plan). */
+export function blocksOf(ds: Dataset, rounds: readonly string[]): string[] {
+  const want = new Set(rounds);
+  return [...new Set(ds.group.filter((_, i) => want.has(ds.round[i]!)))];
 }
 
 /** Every trace under `root` as one dataset. */
 export function loadDataset(root: string, target: Target): Dataset {
-  const tagged = findTraces(root).flatMap(({ path, round, rate }) => parseTrace(readFileSync(path, 'utf8'), path).map((row) => ({ row, group: round, rate })));
+  const tagged = findTraces(root).flatMap(({ path, round, rate }) => parseTrace(readFileSync(path, 'utf8'), path).map((row) => ({ row, round, rate })));
   return toDataset(tagged, target);
 }

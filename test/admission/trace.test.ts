@@ -34,7 +34,7 @@ test('trace rows: features, decision and outcome per choice; refusals marked and
   rmSync(dir, { recursive: true, force: true });
 
   // The rows round-trip into the training matrix: refusals dropped, features in FEATURE_NAMES order.
-  const ds = toDataset(parseTrace(text, 'trace.jsonl').map((row) => ({ row, group: 'r0', rate: 1 })), 'e2e');
+  const ds = toDataset(parseTrace(text, 'trace.jsonl').map((row) => ({ row, round: 'r0', rate: 1 })), 'e2e');
   const admitted = rows.filter((r) => r.admitted && !r.censored);
   assert.equal(ds.numRows, admitted.length);
   assert.equal(ds.numDropped, 1);

@@ -1,0 +1,142 @@
+// Offline evaluation of the latency bound on collected traces: fit on whole training rounds,
+// calibrate on a whole calibration round, measure on a whole test round that neither saw.
+//
+//   1. choose the score function and the base quantile level for the GBDT on a held-out slice of
+//      the training fold (its last round), never on the calibration or test fold;
+//   2. refit every predictor (GBDT, throughput arithmetic, constant) on the whole training fold at
+//      the chosen level, calibrate each with each score on the calibration fold at each α;
+//   3. on the test fold: coverage with a Wilson 95% interval, bound widths, and the share of
+//      requests whose bound fits the SLO (what each would admit).
+// Coverage cannot tell a good model from a useless one — all of them cover; the width is the
+// comparison that matters, because half the bound is twice the admitted load at a fixed SLO.
+
+import type { Dataset } from './dataset.ts';
+import { holdOutSlice, splitFolds } from './conformal/folds.ts';
+import type { GroupKey } from './conformal/folds.ts';
+import { calibrate } from './conformal/quantile.ts';
+import type { Score } from './conformal/score.ts';
+import { absoluteScore, ratioScore } from './conformal/score.ts';
+import type { Candidate } from './conformal/select.ts';
+import { selectScoreAndLevel } from './conformal/select.ts';
+import type { QuantilePredictor } from './predictor/predictor.ts';
+import type { TrainModelSpec } from './predictor/train.ts';
+import { train } from './predictor/train.ts';
+
+/** The throughput-arithmetic baseline's columns (the same as the server's online baseline). */
+export const LINEAR_COLUMNS = ['new_prefill_tokens', 'max_tokens', 'prompt_work_ahead', 'remaining_decode_tokens', 'running'] as const;
+
+export interface EvaluateOptions {
+  readonly train: readonly GroupKey[];
+  readonly calibration: readonly GroupKey[];
+  readonly test: readonly GroupKey[];
+  readonly alphas: readonly number[];
+  readonly sloMs: number;
+  /** Base levels the GBDT may be fitted at (chosen on the held-out slice). */
+  readonly levels?: readonly number[];
+  /** Small-n guard for calibration. */
+  readonly minN?: number;
+}
+
+export interface EvaluationRow {
+  readonly predictor: 'gbdt' | 'linear' | 'constant';
+  readonly score: string;
+  readonly level: number;
+  readonly alpha: number;
+  readonly numCalibration: number;
+  readonly numTest: number;
+  /** Share of test rows with latency ≤ bound, and its Wilson 95% interval (NaN: uncalibrated). */
+  readonly coverage: number;
+  readonly coverageLow: number;
+  readonly coverageHigh: number;
+  readonly meanBoundMs: number;
+  readonly medianBoundMs: number;
+  /** Share of test rows whose bound fits the SLO: what the controller would admit. */
+  readonly admitShare: number;
+}
+
+export interface Evaluation {
+  readonly selection: { readonly score: string; readonly level: number; readonly table: readonly unknown[] } | null;
+  readonly rows: readonly EvaluationRow[];
+  readonly numTrain: number;
+  readonly importance: readonly { readonly feature: string; readonly share: number }[] | null;
+}
+
+interface Row {
+  readonly i: number;
+}
+
+const SCORES: readonly Score[] = [absoluteScore, ratioScore];
+const PROVENANCE = { runner: 'evaluation', modelSha256: '-', machine: '-', command: 'evaluate', createdAt: new Date(0).toISOString() };
+
+export function evaluate(ds: Dataset, o: EvaluateOptions): Evaluation {
+  const k = ds.featureNames.length;
+  const xOf = (i: number): Float64Array => ds.x.subarray(i * k, (i + 1) * k);
+  const rows: Row[] = Array.from({ length: ds.numRows }, (_, i) => ({ i }));
+  const folds = splitFolds(rows, (r) => ds.group[r.i]!, { train: o.train, calibration: o.calibration, test: o.test });
+  const fit = (subset: readonly Row[], spec: TrainModelSpec, level: number): QuantilePredictor =>
+    train({ featureNames: ds.featureNames, X: subset.map((r) => xOf(r.i)), y: subset.map((r) => ds.y[r.i]!), quantile: level, model: spec, provenance: PROVENANCE }).predictor;
+
+  // 1. Score and base level, chosen on the held-out slice of the training fold.
+  const levels = o.levels ?? [0.5, 0.9];
+  const minN = o.minN ?? 100;
+  let chosen = { score: ratioScore, level: 0.9 };
+  let selection: Evaluation['selection'] = null;
+  if (folds.train.groups.length >= 3) {
+    const split = holdOutSlice(folds.train, folds.train.groups.slice(-2));
+    const fitted = levels.map((level) => ({ level, p: fit(split.fit.rows, { kind: 'gbdt' }, level) }));
+    const candidates: Candidate<Row>[] = fitted.flatMap(({ level, p }) => SCORES.map((score) => ({ score, level, predict: (r: Row) => ({ yhat: Math.max(0, p.predict(xOf(r.i))) }) })));
+    const alpha = Math.min(...o.alphas);
+    const sel = selectScoreAndLevel(split.heldOut, candidates, { alpha, latencyOf: (r) => ds.y[r.i]!, minN: Math.min(minN, Math.floor(split.heldOut.rows.length / 4)) });
+    if (sel.chosen !== null) chosen = { score: sel.chosen.score, level: sel.chosen.level };
+    selection = { score: chosen.score.name, level: chosen.level, table: sel.table };
+  }
+
+  // 2–3. Every predictor at the chosen level, every score, every α.
+  const specs: { name: EvaluationRow['predictor']; spec: TrainModelSpec }[] = [
+    { name: 'gbdt', spec: { kind: 'gbdt' } },
+    { name: 'linear', spec: { kind: 'linear', columns: LINEAR_COLUMNS } },
+    { name: 'constant', spec: { kind: 'constant' } },
+  ];
+  const out: EvaluationRow[] = [];
+  let importance: Evaluation['importance'] = null;
+  for (const { name, spec } of specs) {
+    const t = train({ featureNames: ds.featureNames, X: folds.train.rows.map((r) => xOf(r.i)), y: folds.train.rows.map((r) => ds.y[r.i]!), quantile: chosen.level, model: spec, provenance: PROVENANCE });
+    if (name === 'gbdt') importance = t.importance?.map((f) => ({ feature: f.feature, share: f.share })) ?? null;
+    const yhatOf = (r: Row): number => Math.max(0, t.predictor.predict(xOf(r.i)));
+    const cal = folds.calibration.rows.map((r) => ({ yhat: yhatOf(r), y: ds.y[r.i]! }));
+    const test = folds.test.rows.map((r) => ({ yhat: yhatOf(r), y: ds.y[r.i]! }));
+    for (const score of SCORES) {
+      for (const alpha of o.alphas) out.push(measure(name, score, chosen.level, alpha, cal, test, o.sloMs, minN));
+    }
+  }
+  return { selection, rows: out, numTrain: folds.train.rows.length, importance };
+}
+
+function measure(predictor: EvaluationRow['predictor'], score: Score, level: number, alpha: number, cal: readonly { yhat: number; y: number }[], test: readonly { yhat: number; y: number }[], sloMs: number, minN: number): EvaluationRow {
+  const c = calibrate(cal, score, { alpha, minN });
+  const base = { predictor, score: score.name, level, alpha, numCalibration: cal.length, numTest: test.length };
+  if (c.status !== 'calibrated' || test.length === 0) return { ...base, coverage: NaN, coverageLow: NaN, coverageHigh: NaN, meanBoundMs: NaN, medianBoundMs: NaN, admitShare: 0 };
+  const bounds = test.map((t) => score.bound(t.yhat, c.q));
+  const covered = test.filter((t, i) => t.y <= bounds[i]!).length;
+  const [lo, hi] = wilson(covered, test.length);
+  const sorted = [...bounds].sort((a, b) => a - b);
+  return {
+    ...base,
+    coverage: covered / test.length,
+    coverageLow: lo,
+    coverageHigh: hi,
+    meanBoundMs: bounds.reduce((s, b) => s + b, 0) / bounds.length,
+    medianBoundMs: sorted[Math.floor(sorted.length / 2)]!,
+    admitShare: bounds.filter((b) => b <= sloMs).length / bounds.length,
+  };
+}
+
+/** Wilson score interval at 95% for k successes in n. */
+export function wilson(k: number, n: number): [number, number] {
+  const z = 1.959964;
+  const p = k / n;
+  const d = 1 + (z * z) / n;
+  const centre = (p + (z * z) / (2 * n)) / d;
+  const half = (z * Math.sqrt((p * (1 - p)) / n + (z * z) / (4 * n * n))) / d;
+  return [Math.max(0, centre - half), Math.min(1, centre + half)];
+}

@@ -1,0 +1,109 @@
+// `headroom admission train|evaluate`: fit the E2E (or TTFT) predictor on collected traces
+// (bench/admission/collect.sh), and measure the conformal bound offline on whole held-out rounds.
+import type { Command } from 'commander';
+import { Option } from 'commander';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+
+interface TrainOpts {
+  traces: string;
+  target: 'e2e' | 'ttft';
+  model: 'gbdt' | 'linear' | 'constant';
+  quantile: string;
+  rounds?: string;
+  out: string;
+  runner: string;
+  modelFile?: string;
+}
+
+interface EvaluateOpts {
+  traces: string;
+  target: 'e2e' | 'ttft';
+  train: string;
+  calibrate: string;
+  test: string;
+  alphas: string;
+  sloMs: string;
+  out?: string;
+}
+
+const list = (s: string): string[] => s.split(',').map((x) => x.trim()).filter((x) => x.length > 0);
+
+export function registerAdmissionCommands(program: Command): void {
+  const admission = program.command('admission').description('Admission control: fit and evaluate the latency predictor');
+  admission
+    .command('train')
+    .description('Fit a quantile predictor on admission traces and save it as an artifact for serve --admission-artifact')
+    .requiredOption('--traces <dir>', 'folder of traces (round-<r>/rate-<x>/trace.jsonl)')
+    .addOption(new Option('--target <t>', 'latency to predict').choices(['e2e', 'ttft']).default('e2e'))
+    .addOption(new Option('--model <kind>', 'predictor').choices(['gbdt', 'linear', 'constant']).default('gbdt'))
+    .option('--quantile <tau>', 'base quantile level (the conformal step inflates it to the guarantee)', '0.9')
+    .option('--rounds <list>', 'train on these collection rounds only (default: all)')
+    .requiredOption('--out <file>', 'artifact path')
+    .option('--runner <name>', 'runner the traces were collected on (provenance)', 'llama')
+    .option('--model-file <gguf>', 'model the traces were collected on (its sha256 goes into the provenance)')
+    .action(async (o: TrainOpts) => {
+      const { loadDataset } = await import('../../admission/dataset.ts');
+      const { train } = await import('../../admission/predictor/train.ts');
+      const { saveArtifact } = await import('../../admission/predictor/artifact.ts');
+      const { fileSha256, machineIdentity } = await import('../../admission/provenance.ts');
+      const { LINEAR_COLUMNS } = await import('../../admission/evaluate.ts');
+      const ds = loadDataset(o.traces, o.target);
+      const rounds = o.rounds === undefined ? null : new Set(list(o.rounds));
+      const k = ds.featureNames.length;
+      const idx = Array.from({ length: ds.numRows }, (_, i) => i).filter((i) => rounds === null || rounds.has(ds.round[i]!));
+      if (idx.length === 0) throw new Error(`no usable rows in ${o.traces}${rounds === null ? '' : ` for rounds ${o.rounds}`}`);
+      const spec = o.model === 'gbdt' ? { kind: 'gbdt' as const } : o.model === 'linear' ? { kind: 'linear' as const, columns: LINEAR_COLUMNS } : { kind: 'constant' as const };
+      const r = train({
+        featureNames: ds.featureNames,
+        X: idx.map((i) => ds.x.subarray(i * k, (i + 1) * k)),
+        y: idx.map((i) => ds.y[i]!),
+        quantile: Number(o.quantile),
+        model: spec,
+        provenance: {
+          runner: o.runner,
+          modelSha256: o.modelFile === undefined ? 'unknown' : await fileSha256(o.modelFile),
+          machine: machineIdentity(),
+          command: `headroom ${process.argv.slice(2).join(' ')}`,
+          createdAt: new Date().toISOString(),
+        },
+      });
+      mkdirSync(dirname(o.out), { recursive: true });
+      saveArtifact(o.out, r.artifact);
+      for (const w of r.warnings) process.stderr.write(`warning: ${w}\n`);
+      process.stdout.write(`${o.out}: ${o.model} on ${idx.length} rows (${ds.numDropped} censored or refused dropped), train pinball ${r.trainPinball.toFixed(1)} ms, ${r.seconds.toFixed(1)} s\n`);
+    });
+  admission
+    .command('evaluate')
+    .description('Offline coverage and bound width on whole held-out rounds, against the throughput-arithmetic and constant baselines')
+    .requiredOption('--traces <dir>', 'folder of traces (round-<r>/rate-<x>/trace.jsonl)')
+    .addOption(new Option('--target <t>', 'latency bounded').choices(['e2e', 'ttft']).default('e2e'))
+    .option('--train <rounds>', 'training rounds', '0,1')
+    .option('--calibrate <rounds>', 'calibration rounds', '2')
+    .option('--test <rounds>', 'test rounds', '3')
+    .option('--alphas <list>', 'miscoverage levels', '0.2,0.1,0.05,0.01')
+    .option('--slo-ms <ms>', 'SLO for the admit share', '4000')
+    .option('--out <file>', 'write the evaluation as JSON')
+    .action(async (o: EvaluateOpts) => {
+      const { blocksOf, loadDataset } = await import('../../admission/dataset.ts');
+      const { evaluate } = await import('../../admission/evaluate.ts');
+      const ds = loadDataset(o.traces, o.target);
+      const ev = evaluate(ds, {
+        train: blocksOf(ds, list(o.train)),
+        calibration: blocksOf(ds, list(o.calibrate)),
+        test: blocksOf(ds, list(o.test)),
+        alphas: list(o.alphas).map(Number),
+        sloMs: Number(o.sloMs),
+      });
+      const pct = (x: number) => (Number.isNaN(x) ? '-' : `${(100 * x).toFixed(1)}%`);
+      const lines = ['| predictor | score | level | α | coverage [95% CI] | mean bound | median bound | admit share |', '|---|---|---|---|---|---|---|---|'];
+      for (const r of ev.rows) {
+        lines.push(`| ${r.predictor} | ${r.score} | ${r.level} | ${r.alpha} | ${pct(r.coverage)} [${pct(r.coverageLow)}, ${pct(r.coverageHigh)}] | ${r.meanBoundMs.toFixed(0)} ms | ${r.medianBoundMs.toFixed(0)} ms | ${pct(r.admitShare)} |`);
+      }
+      process.stdout.write(`${ds.numRows} rows (${ds.numDropped} dropped); train ${ev.numTrain}; chosen: ${ev.selection === null ? 'ratio/0.9 (default: too few training blocks to hold out)' : `${ev.selection.score}/${ev.selection.level}`}\n${lines.join('\n')}\n`);
+      if (o.out !== undefined) {
+        mkdirSync(dirname(o.out), { recursive: true });
+        writeFileSync(o.out, `${JSON.stringify({ traces: o.traces, target: o.target, folds: { train: o.train, calibrate: o.calibrate, test: o.test }, sloMs: Number(o.sloMs), ...ev }, null, 1)}\n`);
+      }
+    });
+}
