@@ -13,6 +13,8 @@ import { chatCompletionBody, checkSupported, completionBody, messageText, parseB
 import { SseWriter } from './sse.ts';
 import type { ServerConfig } from './config.ts';
 import type { Observability } from '../obs/observability.ts';
+import { checkMessagesSize, checkPromptSize, sloFromHeader } from './limits.ts';
+import type { ActiveRequests } from './active-requests.ts';
 
 type Kind = 'chat' | 'completion';
 type Finish = Extract<RequestEvent, { type: 'finish' }>;
@@ -26,15 +28,18 @@ export class CompletionsHandler {
   readonly #engine: Engine;
   readonly #config: ServerConfig;
   readonly #obs: Observability | null;
+  readonly #active: ActiveRequests | null;
 
-  constructor(engine: Engine, config: ServerConfig, obs: Observability | null = null) {
+  constructor(engine: Engine, config: ServerConfig, obs: Observability | null = null, active: ActiveRequests | null = null) {
     this.#engine = engine;
     this.#config = config;
     this.#obs = obs;
+    this.#active = active;
   }
 
   async handle(kind: Kind, req: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const { body, promptTokens } = this.#prepare(kind, req.body);
+    const sloMs = sloFromHeader(req.headers['x-slo-ms'], this.#config);
+    const { body, promptTokens } = await this.#prepare(kind, req.body);
     const runner = this.#engine.runner;
     const ctx = runner.info.contextTokens;
     const requested = body.max_completion_tokens ?? body.max_tokens ?? null;
@@ -48,7 +53,6 @@ export class CompletionsHandler {
       throw new ApiError('invalid_value', `max_tokens is at most ${this.#config.maxOutputTokens} on this server; got ${requested}.`, { param: 'max_tokens' });
     }
     const maxTokens = requested ?? Math.min(this.#config.maxOutputTokens, ctx - promptTokens.length);
-    const sloMs = this.#sloFromHeader(req.headers['x-slo-ms']);
     const stop = body.stop == null ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop;
     const id = `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${randomBytes(12).toString('hex')}`;
     const created = Math.floor(Date.now() / 1000);
@@ -89,6 +93,13 @@ export class CompletionsHandler {
     reply.raw.on('close', () => {
       if (!reply.raw.writableFinished) this.#engine.abort(request);
     });
+    // A drain deadline cuts the request: an error finish first, then the engine lets it go.
+    const untrack = this.#active?.add((message) => {
+      events.push({ type: 'finish', reason: 'error', promptTokens: promptTokens.length, completionTokens: request.outputTokens.length, message });
+      notify?.();
+      this.#engine.abort(request);
+    });
+    if (untrack !== undefined) reply.raw.on('close', untrack);
     const next = async (): Promise<RequestEvent> => {
       while (events.length === 0) await new Promise<void>((r) => (notify = r));
       notify = null;
@@ -130,14 +141,17 @@ export class CompletionsHandler {
     }
   }
 
-  #prepare(kind: Kind, raw: unknown): Prepared {
+  async #prepare(kind: Kind, raw: unknown): Promise<Prepared> {
     const runner = this.#engine.runner;
     if (kind === 'chat') {
       const body = parseBody(chatCompletionBody, raw);
       this.#checkModel(body.model);
       checkSupported(body);
       const messages = body.messages.map((m) => ({ role: m.role, content: messageText(m.content) }));
-      return { body, promptTokens: runner.tokenize(runner.applyChatTemplate(messages), true) };
+      checkMessagesSize(runner.info, messages.map((m) => m.content), body.max_completion_tokens ?? body.max_tokens ?? null);
+      const encoded = await runner.encodeChat(messages);
+      if (!encoded.ok) throw new ApiError('unsupported_value', encoded.message, { param: 'messages' });
+      return { body, promptTokens: encoded.tokens };
     }
     const body = parseBody(completionBody, raw);
     this.#checkModel(body.model);
@@ -146,7 +160,8 @@ export class CompletionsHandler {
     if (typeof p === 'string' || typeof p[0] === 'string') {
       const text = typeof p === 'string' ? p : (p[0] as string);
       if (text.length === 0) throw new ApiError('invalid_value', 'The prompt must not be empty.', { param: 'prompt' });
-      return { body, promptTokens: runner.tokenize(text, true) };
+      checkPromptSize(runner.info, text, body.max_completion_tokens ?? body.max_tokens ?? null);
+      return { body, promptTokens: await runner.encodeText(text, true) };
     }
     const ids = p as number[];
     const bad = ids.find((t) => t >= runner.info.vocabSize);
@@ -159,16 +174,6 @@ export class CompletionsHandler {
     if (model !== served) {
       throw new ApiError('model_not_found', `The model '${model}' does not exist on this server; it serves '${served}'.`, { param: 'model' });
     }
-  }
-
-  #sloFromHeader(h: string | string[] | undefined): number {
-    if (h === undefined) return this.#config.sloMs;
-    const v = Array.isArray(h) ? h[0] : h;
-    const n = Number(v);
-    if (v === undefined || !/^\d+$/.test(v.trim()) || !(n >= 1 && n <= this.#config.maxSloMs)) {
-      throw new ApiError('invalid_value', `x-slo-ms must be an integer number of milliseconds in [1, ${this.#config.maxSloMs}]; got '${v}'.`, { param: 'x-slo-ms' });
-    }
-    return n;
   }
 
   #finishJson(reply: FastifyReply, frame: Framer, text: string, ev: Finish): void {

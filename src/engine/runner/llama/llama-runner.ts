@@ -7,9 +7,12 @@
 // - A batch llama.cpp refuses (no KV slot) resolves as { ok: false, reason: 'no_kv_slot' } and
 //   leaves the KV state as it was (llama_decode restores it); it never throws.
 // - Threads are always explicit (default 2): llama.cpp's own default oversubscribes small machines.
+// - Prompts are templated and tokenized on libuv's pool (encodeText/encodeChat), at most
+//   TOKENIZE_CONCURRENCY at once so a decode always finds a pool thread; close() waits for them.
 import { basename } from 'node:path';
 import type {
   ChatMessage,
+  EncodeResult,
   IncrementalDetokenizer,
   Runner,
   RunnerInfo,
@@ -19,6 +22,8 @@ import type {
 import { loadLlamaAddon, llamaBinsDir } from './addon.ts';
 import type { AddonContext, AddonDecodeResult } from './addon.ts';
 import { ByteDetokenizer } from '../byte-detokenizer.ts';
+import { Gate } from './gate.ts';
+import { templateBytesPerMessage } from '../template-probe.ts';
 
 export interface LlamaRunnerOptions {
   /** Path of a GGUF model. */
@@ -54,6 +59,8 @@ export interface StepTiming {
   readonly executeMs: number;
 }
 
+const TOKENIZE_CONCURRENCY = 2;
+
 function positiveInt(name: string, value: number | undefined, dflt: number, max = Number.MAX_SAFE_INTEGER): number {
   const v = value ?? dflt;
   if (!Number.isInteger(v) || v < 1 || v > max) throw new Error(`${name}: expected an integer in 1..${max}, got ${v}`);
@@ -69,6 +76,7 @@ export class LlamaRunner implements Runner {
   #inflight: Promise<AddonDecodeResult> | null = null;
   #closed = false;
   #lastTiming: StepTiming | null = null;
+  readonly #tokenizeGate = new Gate(TOKENIZE_CONCURRENCY);
 
   constructor(opts: LlamaRunnerOptions) {
     const threads = positiveInt('threads', opts.threads, 2, 256);
@@ -101,7 +109,10 @@ export class LlamaRunner implements Runner {
       maxSequences: ci.nSeqMax,
       vocabSize: ci.nVocab,
       maxBatchTokens: ci.nBatch,
+      maxTokenBytes: ci.maxTokenBytes === 0 ? Infinity : ci.maxTokenBytes,
+      templateBytesPerMessage: templateBytesPerMessage((m) => this.applyChatTemplate(m)),
       details: {
+        fastTokenizer: ci.fastTokenizer,
         modelPath: opts.modelPath,
         description: ci.description,
         numParams: ci.numParams,
@@ -121,6 +132,22 @@ export class LlamaRunner implements Runner {
 
   tokenize(text: string, addBos: boolean): number[] {
     return Array.from(this.#ctx.tokenize(text, addBos, true));
+  }
+
+  async encodeText(text: string, addBos: boolean): Promise<number[]> {
+    const r = await this.#tokenizeGate.run(() => this.#ctx.tokenizeAsync(text, addBos));
+    if (r.status !== 0) throw new Error(`bug: tokenizeAsync resolved with status ${r.status}`);
+    return Array.from(r.tokens);
+  }
+
+  async encodeChat(messages: readonly ChatMessage[]): Promise<EncodeResult> {
+    const msgs = messages.map((m) => ({ role: m.role, content: m.content }));
+    const r = await this.#tokenizeGate.run(() => this.#ctx.chatTokenizeAsync(msgs, this.#chatTemplate, true));
+    if (r.status === 2) {
+      return { ok: false, reason: 'nul_in_template', message: 'This model\'s chat template cannot carry the NUL characters in the messages exactly.' };
+    }
+    if (r.status !== 0) throw new Error(`bug: chat template ${this.#chatTemplate.slice(0, 40)} was accepted at load but not now (status ${r.status})`);
+    return { ok: true, tokens: Array.from(r.tokens) };
   }
 
   detokenizer(): IncrementalDetokenizer {
@@ -209,6 +236,7 @@ export class LlamaRunner implements Runner {
     if (this.#closed) return;
     this.#closed = true;
     if (this.#inflight !== null) await this.#inflight.catch(() => undefined);
+    await this.#tokenizeGate.settled();
     this.#ctx.close();
   }
 

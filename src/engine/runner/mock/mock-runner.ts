@@ -10,9 +10,10 @@
 // unified KV pool (MockKv) and refuses a step that does not fit, as llama.cpp does.
 
 import { ByteDetokenizer } from '../byte-detokenizer.ts';
-import type { ChatMessage, IncrementalDetokenizer, Runner, RunnerInfo, RunnerPlan, StepResult } from '../runner.ts';
+import type { ChatMessage, EncodeResult, IncrementalDetokenizer, Runner, RunnerInfo, RunnerPlan, StepResult } from '../runner.ts';
 import { MockKv } from './mock-kv.ts';
-import { BOS_ID, EMOJI_BYTE_TOKENS, EOS_ID, MOCK_GENERATION_POOL, MOCK_VOCAB_SIZE, encode, tokenBytes } from './mock-tokenizer.ts';
+import { templateBytesPerMessage } from '../template-probe.ts';
+import { BOS_ID, EMOJI_BYTE_TOKENS, EOS_ID, MAX_PIECE_BYTES, MOCK_GENERATION_POOL, MOCK_VOCAB_SIZE, encode, encodeAsync, tokenBytes } from './mock-tokenizer.ts';
 
 export interface MockCostModel {
   /** Fixed cost of every forward pass, ms. */
@@ -76,6 +77,8 @@ export class MockRunner implements Runner {
       maxSequences: opts.maxSequences ?? 64,
       vocabSize: MOCK_VOCAB_SIZE,
       maxBatchTokens: opts.maxBatchTokens ?? 512,
+      maxTokenBytes: MAX_PIECE_BYTES,
+      templateBytesPerMessage: templateBytesPerMessage((m) => this.applyChatTemplate(m)),
       details: { cost, eosProbability: eos, vocabSize: MOCK_VOCAB_SIZE },
     };
   }
@@ -86,6 +89,14 @@ export class MockRunner implements Runner {
 
   tokenize(text: string, addBos: boolean): number[] {
     return encode(text, addBos);
+  }
+
+  encodeText(text: string, addBos: boolean): Promise<number[]> {
+    return encodeAsync(text, addBos);
+  }
+
+  async encodeChat(messages: readonly ChatMessage[]): Promise<EncodeResult> {
+    return { ok: true, tokens: await encodeAsync(this.applyChatTemplate(messages), true) };
   }
 
   detokenizer(): IncrementalDetokenizer {
