@@ -39,6 +39,13 @@ export function checkPromptSize(info: RunnerInfo, text: string, maxTokens: numbe
   refuseIfOver(info.contextTokens, minTokens(info, Buffer.byteLength(text, 'utf8')), maxTokens, 'prompt', 'the prompt');
 }
 
+/** Before validating a chat body: the message count alone (so 30,000 messages cost no schema work). */
+export function checkMessageCount(info: RunnerInfo, raw: unknown): void {
+  const messages = typeof raw === 'object' && raw !== null ? (raw as { messages?: unknown }).messages : undefined;
+  if (!Array.isArray(messages)) return;
+  refuseIfOver(info.contextTokens, minTokens(info, messages.length * info.templateBytesPerMessage), null, 'messages', `a conversation of ${messages.length} messages`);
+}
+
 /** Before templating chat messages: message count, each message, then the whole. */
 export function checkMessagesSize(info: RunnerInfo, contents: readonly string[], maxTokens: number | null): void {
   const ctx = info.contextTokens;
