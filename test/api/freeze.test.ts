@@ -66,13 +66,14 @@ async function freezeCheck(runner: Runner): Promise<void> {
     const worst = Math.max(...healthMs);
     assert.ok(worst < HEALTH_BOUND_MS, `/health took up to ${worst.toFixed(1)} ms while the requests were prepared (${healthMs.length} probes over ${(freezeEnd - freezeStart).toFixed(0)} ms)`);
 
-    // Pace: the stream's longest gap while the requests were prepared, against its own median before.
+    // Pace: the stream's longest gap while the requests were prepared, against its own median before
+    // (two /health bounds of slack: a step timer and a 1 MB JSON.parse can meet on a loaded machine).
     const gaps = (from: number, to: number): number[] => arrivals.slice(1).map((t, i) => [arrivals[i]!, t] as const).filter(([a]) => a >= from && a < to).map(([a, b]) => b - a);
     const before = gaps(0, baselineEnd).sort((a, b) => a - b);
     const median = before[Math.floor(before.length / 2)]!;
     const during = gaps(freezeStart, freezeEnd);
     const worstGap = Math.max(0, ...during);
-    assert.ok(worstGap < Math.max(20 * median, HEALTH_BOUND_MS), `the stream stalled ${worstGap.toFixed(1)} ms (median gap before ${median.toFixed(2)} ms)`);
+    assert.ok(worstGap < Math.max(20 * median, 2 * HEALTH_BOUND_MS), `the stream stalled ${worstGap.toFixed(1)} ms (median gap before ${median.toFixed(2)} ms)`);
     console.log(`# ${runner.info.name}: /health worst ${worst.toFixed(1)} ms over ${healthMs.length} probes; stream median gap ${median.toFixed(2)} ms, worst during ${worstGap.toFixed(1)} ms; requests took ${(freezeEnd - freezeStart).toFixed(0)} ms`);
   } finally {
     await health.close();
