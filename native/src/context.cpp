@@ -14,10 +14,25 @@ bool gVerbose = false;
 bool gBackendsLoaded = false;
 ggml_log_level gLastLevel = GGML_LOG_LEVEL_INFO;
 
+// While a model loads, what llama.cpp logs is held here instead of printed: a failed load then
+// becomes one error message (its last error line) rather than a screenful; a good one prints it.
+std::string* gCapture = nullptr;
+
 // llama.cpp logs a lot at load time; keep warnings and errors unless HEADROOM_LLAMA_LOG asks for all.
 void logCallback(ggml_log_level level, const char* text, void*) {
   if (level != GGML_LOG_LEVEL_CONT) gLastLevel = level;
-  if (gVerbose || gLastLevel >= GGML_LOG_LEVEL_WARN) fputs(text, stderr);
+  if (!gVerbose && gLastLevel < GGML_LOG_LEVEL_WARN) return;
+  if (gCapture != nullptr) *gCapture += text;
+  else fputs(text, stderr);
+}
+
+// The last line of captured load logs that says something (llama.cpp's reason for a failure).
+std::string lastLine(const std::string& log) {
+  size_t end = log.find_last_not_of(" \n\r\t");
+  if (end == std::string::npos) return "";
+  size_t start = log.rfind('\n', end);
+  start = start == std::string::npos ? 0 : start + 1;
+  return log.substr(start, end - start + 1);
 }
 
 int32_t intOpt(const Napi::Object& o, const char* key, int32_t dflt) {
@@ -77,8 +92,15 @@ HeadroomLlama::HeadroomLlama(const Napi::CallbackInfo& info) : Napi::ObjectWrap<
 
   llama_model_params mp = llama_model_default_params();
   mp.n_gpu_layers = 0;
+  std::string loadLog;
+  gCapture = &loadLog;
   model_ = llama_model_load_from_file(modelPath.c_str(), mp);
-  if (model_ == nullptr) throw Napi::Error::New(env, "llama.cpp could not load the model at " + modelPath);
+  gCapture = nullptr;
+  if (model_ == nullptr) {
+    const std::string why = lastLine(loadLog);
+    throw Napi::Error::New(env, "llama.cpp could not load the model at " + modelPath + (why.empty() ? "" : " (" + why + ")"));
+  }
+  fputs(loadLog.c_str(), stderr);
   vocab_ = llama_model_get_vocab(model_);
   tokenizer_ = std::make_unique<FastTokenizer>(vocab_);
 
@@ -89,6 +111,16 @@ HeadroomLlama::HeadroomLlama(const Napi::CallbackInfo& info) : Napi::ObjectWrap<
     const int32_t cap = intOpt(o, "nCtxMax", 8192);
     nCtx = llama_model_n_ctx_train(model_);
     if (nCtx <= 0 || nCtx > cap) nCtx = cap;
+  }
+  // A context past the trained one is refused before any KV is allocated, unless asked for.
+  const int32_t nCtxTrain = llama_model_n_ctx_train(model_);
+  if (nCtxTrain > 0 && nCtx > nCtxTrain && !o.Get("allowBeyondTrained").ToBoolean().Value()) {
+    freeAll();
+    Napi::Error e = Napi::Error::New(env, "a context of " + std::to_string(nCtx) + " tokens is longer than the model's trained context of " +
+                                              std::to_string(nCtxTrain) + " (GGUF llama.context_length)");
+    e.Set("code", Napi::String::New(env, "context_beyond_trained"));
+    e.Set("trainedTokens", Napi::Number::New(env, nCtxTrain));
+    throw e;
   }
   cp.n_ctx = static_cast<uint32_t>(nCtx);
   cp.n_seq_max = static_cast<uint32_t>(intOpt(o, "nSeqMax", 16));

@@ -26,6 +26,8 @@ export interface AddonContextOptions {
   readonly threadsBatch: number;
   /** Pass every llama.cpp log line through (default: warnings and errors only). */
   readonly verbose: boolean;
+  /** Accept nCtx above the model's trained context; otherwise the constructor throws an error with code 'context_beyond_trained'. */
+  readonly allowBeyondTrained?: boolean;
 }
 
 /** What one native decode resolved with. Times are C++-side, in microseconds. */

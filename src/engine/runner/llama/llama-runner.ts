@@ -20,7 +20,7 @@ import type {
   StepResult,
 } from '../runner.ts';
 import { loadLlamaAddon, llamaBinsDir } from './addon.ts';
-import type { AddonContext, AddonDecodeResult } from './addon.ts';
+import type { AddonContext, AddonContextOptions, AddonDecodeResult, LlamaAddon } from './addon.ts';
 import { ByteDetokenizer } from '../byte-detokenizer.ts';
 import { Gate } from './gate.ts';
 import { templateBytesPerMessage } from '../template-probe.ts';
@@ -32,6 +32,8 @@ export interface LlamaRunnerOptions {
   readonly modelId?: string;
   /** KV cells in the unified pool (default: the model's trained context, at most 8192). */
   readonly contextTokens?: number;
+  /** Allow contextTokens above the model's trained context (GGUF llama.context_length); default false: refused. */
+  readonly contextBeyondTrained?: boolean;
   /** Sequence ids 0..maxSequences-1 (default 32, at most 256). */
   readonly maxSequences?: number;
   /** Largest forward pass in tokens: llama.cpp's n_batch (default 512). */
@@ -61,6 +63,29 @@ export interface StepTiming {
 
 const TOKENIZE_CONCURRENCY = 2;
 
+/** The context asked for is longer than the model was trained on (its positions past that are untrained). */
+export class ContextBeyondTrainedError extends Error {
+  readonly code = 'context_beyond_trained';
+  constructor(
+    readonly contextTokens: number,
+    readonly trainedTokens: number,
+    options?: ErrorOptions,
+  ) {
+    super(`a context of ${contextTokens} tokens is longer than the model's trained context of ${trainedTokens} (GGUF llama.context_length)`, options);
+    this.name = 'ContextBeyondTrainedError';
+  }
+}
+
+function openContext(addon: LlamaAddon, options: AddonContextOptions): AddonContext {
+  try {
+    return new addon.HeadroomLlama(options);
+  } catch (err) {
+    const e = err as { code?: unknown; trainedTokens?: unknown };
+    if (e.code === 'context_beyond_trained') throw new ContextBeyondTrainedError(options.nCtx, Number(e.trainedTokens), { cause: err });
+    throw err;
+  }
+}
+
 function positiveInt(name: string, value: number | undefined, dflt: number, max = Number.MAX_SAFE_INTEGER): number {
   const v = value ?? dflt;
   if (!Number.isInteger(v) || v < 1 || v > max) throw new Error(`${name}: expected an integer in 1..${max}, got ${v}`);
@@ -85,7 +110,7 @@ export class LlamaRunner implements Runner {
     const maxSequences = positiveInt('maxSequences', opts.maxSequences, 32, 256);
     const contextTokens = opts.contextTokens === undefined ? 0 : positiveInt('contextTokens', opts.contextTokens, 0);
     const addon = loadLlamaAddon(opts.addonPath);
-    this.#ctx = new addon.HeadroomLlama({
+    this.#ctx = openContext(addon, {
       modelPath: opts.modelPath,
       binsDir: llamaBinsDir(),
       nCtx: contextTokens,
@@ -96,6 +121,7 @@ export class LlamaRunner implements Runner {
       threads,
       threadsBatch: threads,
       verbose: opts.verbose ?? false,
+      allowBeyondTrained: opts.contextBeyondTrained === true,
     });
     const ci = this.#ctx.info();
     const ggufTemplate = this.#ctx.chatTemplate();
