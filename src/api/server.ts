@@ -118,7 +118,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   const methods = new Map<string, string[]>();
   const route = (method: 'GET' | 'POST', path: string, handler: (req: FastifyRequest, reply: FastifyReply) => unknown): void => {
     methods.set(path, [...(methods.get(path) ?? []), ...(method === 'GET' ? ['GET', 'HEAD'] : ['POST'])]);
-    app.route({ method, url: path, handler: handler as never });
+    app.route({ method, url: path, handler: handler });
   };
   app.setNotFoundHandler((req, reply) => {
     const path = req.url.split('?')[0]!;
