@@ -6,7 +6,8 @@
 //   soft ≤ open < hard     "overflow": /health and /ready are answered (probes keep working),
 //                          anything else gets 503 too_many_connections and the connection closes;
 //                          an overflow socket idle for OVERFLOW_IDLE_MS is closed
-//   open ≥ hard            closed at once, unread
+//   open ≥ hard            the oldest overflow socket is closed to make room, so a new probe is
+//                          still answered while a flood goes on (the flood only evicts itself)
 //
 // soft = maxConnections (also per client address: maxConnectionsPerAddress), hard = soft +
 // reserve, and both are lowered to stay FD_MARGIN descriptors below the process's open-file
@@ -36,8 +37,8 @@ export interface ConnectionStats {
   readonly hardLimit: number;
   /** Connections that got only probes or a 503. */
   readonly numOverflow: number;
-  /** Connections closed unread past the hard bound. */
-  readonly numDropped: number;
+  /** Overflow connections closed to make room for newer ones past the hard bound. */
+  readonly numEvicted: number;
 }
 
 export class ConnectionGuard {
@@ -45,10 +46,11 @@ export class ConnectionGuard {
   readonly #hard: number;
   readonly #perAddress: number;
   readonly #byAddress = new Map<string, number>();
-  readonly #overflow = new WeakSet<Socket>();
+  /** Overflow sockets, oldest first (a Set keeps insertion order): eviction is O(1). */
+  readonly #overflow = new Set<Socket>();
   #numOpen = 0;
   #numOverflow = 0;
-  #numDropped = 0;
+  #numEvicted = 0;
 
   constructor(limits: ConnectionLimits) {
     for (const k of ['maxConnections', 'maxConnectionsPerAddress'] as const) {
@@ -74,20 +76,27 @@ export class ConnectionGuard {
   }
 
   stats(): ConnectionStats {
-    return { numOpen: this.#numOpen, softLimit: this.#soft, hardLimit: this.#hard, numOverflow: this.#numOverflow, numDropped: this.#numDropped };
+    return { numOpen: this.#numOpen, softLimit: this.#soft, hardLimit: this.#hard, numOverflow: this.#numOverflow, numEvicted: this.#numEvicted };
   }
 
   #onConnection(socket: Socket): void {
     if (this.#numOpen >= this.#hard) {
-      this.#numDropped++;
-      socket.destroy();
-      return;
+      const oldest = this.#overflow.values().next();
+      this.#numEvicted++;
+      if (oldest.done === true) {
+        // Evicted sockets whose 'close' has not run yet still count: refuse this one instead.
+        socket.destroy();
+        return;
+      }
+      this.#overflow.delete(oldest.value);
+      oldest.value.destroy();
     }
     const address = socket.remoteAddress ?? '?';
     const fromAddress = this.#byAddress.get(address) ?? 0;
     this.#numOpen++;
     this.#byAddress.set(address, fromAddress + 1);
     socket.once('close', () => {
+      this.#overflow.delete(socket);
       this.#numOpen--;
       const n = (this.#byAddress.get(address) ?? 1) - 1;
       if (n === 0) this.#byAddress.delete(address);
