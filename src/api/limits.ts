@@ -17,7 +17,11 @@
 // Message count and per-message length are the two ends of that sum and get their own messages.
 
 import { ApiError } from './errors.ts';
+import { topLevelArrayLength } from './json-scan.ts';
 import type { RunnerInfo } from '../engine/runner/runner.ts';
+
+/** Bodies above this size get their message count read from the bytes before JSON.parse. */
+export const RAW_SCAN_MIN_BYTES = 64 * 1024;
 
 /** A lower bound on the tokens of `bytes` bytes of text. */
 export function minTokens(info: RunnerInfo, bytes: number): number {
@@ -44,6 +48,17 @@ export function checkMessageCount(info: RunnerInfo, raw: unknown): void {
   const messages = typeof raw === 'object' && raw !== null ? (raw as { messages?: unknown }).messages : undefined;
   if (!Array.isArray(messages)) return;
   refuseIfOver(info.contextTokens, minTokens(info, messages.length * info.templateBytesPerMessage), null, 'messages', `a conversation of ${messages.length} messages`);
+}
+
+/**
+ * Before JSON.parse of a large chat body: the message count read from the bytes (json-scan.ts),
+ * so a body of 30,000 tiny messages costs no object allocation. A key written with escapes is not
+ * recognised and the body takes the ordinary path (checkMessageCount after parsing).
+ */
+export function checkRawMessageCount(info: RunnerInfo, body: Uint8Array): void {
+  if (body.length < RAW_SCAN_MIN_BYTES) return;
+  const n = topLevelArrayLength(body, 'messages');
+  if (n !== null) refuseIfOver(info.contextTokens, minTokens(info, n * info.templateBytesPerMessage), null, 'messages', `a conversation of ${n} messages`);
 }
 
 /** Before templating chat messages: message count, each message, then the whole. */

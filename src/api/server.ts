@@ -24,6 +24,7 @@ import type { ServerConfig } from './config.ts';
 import type { ConnectionGuard } from './connections.ts';
 import { ApiError } from './errors.ts';
 import { handleClientError } from './http-errors.ts';
+import { checkRawMessageCount } from './limits.ts';
 import type { Observability } from '../obs/observability.ts';
 
 export interface Lifecycle {
@@ -90,7 +91,16 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
 
   // JSON bodies: reject invalid UTF-8 instead of silently turning it into U+FFFD.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body: Buffer, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body: Buffer, done) => {
+    const info = deps.engine()?.runner.info;
+    if (info !== undefined && req.url.split('?')[0] === '/v1/chat/completions') {
+      try {
+        checkRawMessageCount(info, body);
+      } catch (e) {
+        done(e as ApiError, undefined);
+        return;
+      }
+    }
     let text: string;
     try {
       text = utf8.decode(body);

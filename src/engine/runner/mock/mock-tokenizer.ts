@@ -86,7 +86,7 @@ export function encode(text: string, addBos: boolean): number[] {
 }
 
 /** encode(), yielding to the event loop every `sliceBytes` bytes so a long prompt never stalls it. */
-export async function encodeAsync(text: string, addBos: boolean, sliceBytes = 32 * 1024): Promise<number[]> {
+export async function encodeAsync(text: string, addBos: boolean, sliceBytes = 16 * 1024): Promise<number[]> {
   const bytes = Buffer.from(text, 'utf8');
   const out: number[] = addBos ? [BOS_ID] : [];
   let i = 0;
