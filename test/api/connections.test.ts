@@ -132,3 +132,30 @@ test('a flood of connections past the bound is refused with 503 while /health an
   assert.equal(ok.statusCode, 200);
   await ok.body.dump();
 });
+
+test('one address past its own bound is refused with 503 while the total bound has room', async () => {
+  const perAddress = await startTestServer({ server: { maxConnections: 40, maxConnectionsPerAddress: 4 } });
+  const p = Number(new URL(perAddress.url).port);
+  const holders: Socket[] = [];
+  try {
+    await Promise.all(Array.from({ length: 4 }, () => new Promise<void>((resolve) => {
+      const s = connect(p, '127.0.0.1', () => {
+        s.write('POST /v1/completions HTTP/1.1\r\n');
+        resolve();
+      });
+      s.on('error', () => undefined);
+      holders.push(s);
+    })));
+    await new Promise((r) => setTimeout(r, 50));
+    const res = await request(`${perAddress.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'headroom-mock', prompt: 'hi', max_tokens: 2 }), reset: true });
+    assert.equal(res.statusCode, 503);
+    assert.equal(((await res.body.json()) as { error: { code: string } }).error.code, 'too_many_connections');
+    assert.equal(res.headers['retry-after'], '1');
+    const h = await request(`${perAddress.url}/health`, { reset: true });
+    assert.equal(h.statusCode, 200);
+    await h.body.dump();
+  } finally {
+    for (const s of holders) s.destroy();
+    await perAddress.close();
+  }
+});
