@@ -13,7 +13,7 @@ import { chatCompletionBody, checkSupported, completionBody, messageText, parseB
 import { SseWriter } from './sse.ts';
 import type { ServerConfig } from './config.ts';
 import type { Observability } from '../obs/observability.ts';
-import { checkMessagesSize, checkPromptSize, sloFromHeader } from './limits.ts';
+import { checkMessageCount, checkMessagesSize, checkPromptSize, sloFromHeader } from './limits.ts';
 import type { ActiveRequests } from './active-requests.ts';
 
 type Kind = 'chat' | 'completion';
@@ -144,6 +144,7 @@ export class CompletionsHandler {
   async #prepare(kind: Kind, raw: unknown): Promise<Prepared> {
     const runner = this.#engine.runner;
     if (kind === 'chat') {
+      checkMessageCount(runner.info, raw);
       const body = parseBody(chatCompletionBody, raw);
       this.#checkModel(body.model);
       checkSupported(body);
