@@ -1,9 +1,16 @@
-// Wires a runner, a scheduler, the engine, its Backend and the HTTP server into one Headroom
-// process, with a warm-up step before /ready turns green and a drain that lets in-flight streams
-// finish. An engine failure turns /health red and is reported to `onEngineFailure` (serve exits).
+// Wires a runner, a scheduler, the engine, its Backend and the HTTP server into one Headroom process.
+//
+// Lifecycle: listen first (a busy port fails in milliseconds, before any model loads; /health
+// answers, /ready is 503 and generation 503 `loading`), then load the model, run one warm-up step,
+// and turn /ready green. A drain refuses new work and lets in-flight requests finish until the
+// drain deadline; past it each remaining request is cut (a stream gets a final SSE error event
+// and [DONE]) and the server closes anyway. /health answers until the server closes. An engine
+// failure turns /health red and is reported to `onEngineFailure` (serve exits).
 
 import type { FastifyInstance } from 'fastify';
+import { ActiveRequests } from './api/active-requests.ts';
 import type { ServerConfig } from './api/config.ts';
+import { ConnectionGuard } from './api/connections.ts';
 import type { Lifecycle } from './api/server.ts';
 import { buildServer } from './api/server.ts';
 import type { AdmissionController } from './admission/controller.ts';
@@ -15,21 +22,24 @@ import type { Clock } from './engine/clock.ts';
 import { monotonicClock } from './engine/clock.ts';
 import { Engine } from './engine/engine.ts';
 import type { FatalListener } from './engine/engine.ts';
-import type { Runner } from './engine/runner/runner.ts';
 import { asSeqId } from './engine/plan.ts';
+import type { Runner } from './engine/runner/runner.ts';
 import type { SchedulerConfig } from './engine/scheduler/factory.ts';
 import { createScheduler } from './engine/scheduler/factory.ts';
 import type { ObservabilityOptions } from './obs/observability.ts';
 import { Observability } from './obs/observability.ts';
 
 export interface HeadroomOptions {
-  readonly runner: Runner;
+  /** A runner, or how to load one after the server listens. */
+  readonly runner: Runner | (() => Promise<Runner>);
   readonly server: ServerConfig;
   readonly scheduler: SchedulerConfig;
   readonly maxQueuedRequests: number;
   readonly statsExtra?: () => Record<string, unknown>;
   /** Metrics (on unless `metrics: false`) and tracing (on with `otelEndpoint`); the SLO comes from `server`. */
   readonly obs?: Omit<ObservabilityOptions, 'sloMs'>;
+  /** Process's open-file limit for the connection bounds (default: read from /proc). */
+  readonly fdLimit?: number;
   /** Time source for the engine and the API (default: the monotonic clock). */
   readonly clock?: Clock;
   /** The step loop broke (a bug): every held request has already failed. */
@@ -40,70 +50,140 @@ export interface HeadroomOptions {
   readonly admission?: AdmissionConfig | AdmissionController;
 }
 
+export type DrainOutcome = 'drained' | 'deadline';
+
+/** After the deadline cuts the remaining requests, how long their last bytes get to leave. */
+const CUT_FLUSH_MS = 1000;
+
 export class Headroom {
-  readonly engine: Engine;
-  readonly backend: EngineBackend;
   readonly app: FastifyInstance;
   readonly lifecycle: Lifecycle = { warm: false };
-  readonly obs: Observability;
+  readonly active = new ActiveRequests();
+  readonly connections: ConnectionGuard;
   readonly trace: TraceWriter | null;
   readonly admission: AdmissionController;
   readonly #opts: HeadroomOptions;
+  readonly #clock: Clock;
+  #engine: Engine | null = null;
+  #backend: EngineBackend | null = null;
+  #obs: Observability | null = null;
 
   constructor(opts: HeadroomOptions) {
     this.#opts = opts;
-    const scheduler = createScheduler({ maxOutputTokens: opts.server.maxOutputTokens, ...opts.scheduler }, opts.runner.info);
-    const clock = opts.clock ?? monotonicClock;
-    this.engine = new Engine(opts.runner, scheduler, { maxQueuedRequests: opts.maxQueuedRequests, clock });
-    if (opts.onEngineFailure !== undefined) this.engine.onFatal(opts.onEngineFailure);
-    this.backend = new EngineBackend(this.engine, clock);
-    this.obs = new Observability(this.engine, { sloMs: opts.server.sloMs, ...opts.obs });
+    this.#clock = opts.clock ?? monotonicClock;
+    this.connections = new ConnectionGuard({ maxConnections: opts.server.maxConnections, maxConnectionsPerAddress: opts.server.maxConnectionsPerAddress, ...(opts.fdLimit === undefined ? {} : { fdLimit: opts.fdLimit }) });
     this.trace = opts.traceOut === undefined ? null : new TraceWriter(opts.traceOut);
     const a = opts.admission ?? { mode: 'off' };
     this.admission = 'decide' in a ? a : createAdmissionController(a);
     const admission = this.admission;
     const statsExtra = opts.statsExtra;
+    if (typeof opts.runner !== 'function') this.#install(opts.runner);
     this.app = buildServer({
-      backend: this.backend,
-      admission,
-      ...(this.trace === null ? {} : { trace: this.trace }),
+      // The API sees the backend only once warm: the warm-up step must not overlap a real one.
+      backend: () => (this.lifecycle.warm ? this.#backend : null),
       config: opts.server,
       lifecycle: this.lifecycle,
-      obs: this.obs,
+      active: this.active,
+      connections: this.connections,
+      obs: () => this.#obs,
+      metrics: opts.obs?.metrics !== false,
+      admission,
+      ...(this.trace === null ? {} : { trace: this.trace }),
       statsExtra: () => ({ admission: admission.state(), ...statsExtra?.() }),
     });
   }
 
-  /** Start the engine, run one warm-up step through the runner, listen. Returns the bound address. */
+  /** The engine; a bug to ask before the model is loaded. */
+  get engine(): Engine {
+    if (this.#engine === null) throw new Error('bug: the engine is asked for before the model is loaded');
+    return this.#engine;
+  }
+
+  get backend(): EngineBackend {
+    if (this.#backend === null) throw new Error('bug: the backend is asked for before the model is loaded');
+    return this.#backend;
+  }
+
+  get obs(): Observability {
+    if (this.#obs === null) throw new Error('bug: observability is asked for before the model is loaded');
+    return this.#obs;
+  }
+
+  get loaded(): boolean {
+    return this.#engine !== null;
+  }
+
+  /** Listen, then load and warm up. Returns the bound address. */
   async start(): Promise<string> {
-    this.engine.start();
-    await this.#warmUp();
-    const address = await this.app.listen({ host: this.#opts.server.host, port: this.#opts.server.port });
-    this.lifecycle.warm = true;
+    const address = await this.listen();
+    await this.load();
     return address;
   }
 
-  /** Readiness off, refuse new requests, let in-flight ones finish (or time out), then close. */
-  async drain(timeoutMs = this.#opts.server.drainTimeoutMs): Promise<'drained' | 'timeout'> {
+  /** Bind the port (fails at once if it is taken); the model is not needed for this. */
+  listen(): Promise<string> {
+    return this.app.listen({ host: this.#opts.server.host, port: this.#opts.server.port });
+  }
+
+  /** Load the model (if given as a loader), start the engine, warm up, turn /ready green. */
+  async load(): Promise<void> {
+    if (this.#engine === null) {
+      const load = this.#opts.runner as () => Promise<Runner>;
+      this.#install(await load());
+    }
+    this.engine.start();
+    await this.#warmUp();
+    this.lifecycle.warm = true;
+  }
+
+  /**
+   * Readiness off, refuse new requests, let in-flight ones finish until `deadlineMs`; past it, cut
+   * the rest (streams end with an SSE error event and [DONE]). Then close.
+   */
+  async drain(deadlineMs = this.#opts.server.drainTimeoutMs): Promise<DrainOutcome> {
+    const engine = this.#engine;
+    if (engine === null) {
+      await this.close();
+      return 'drained';
+    }
     let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), timeoutMs)));
-    const outcome = await Promise.race([this.engine.drain().then(() => 'drained' as const), timeout]);
+    const deadline = new Promise<'deadline'>((r) => (timer = setTimeout(() => r('deadline'), deadlineMs)));
+    const outcome = await Promise.race([engine.drain().then(() => 'drained' as const), deadline]);
     clearTimeout(timer);
+    if (outcome === 'deadline') {
+      this.active.cutAll('The server is shutting down: its drain deadline passed before this request finished.');
+      await Promise.race([engine.whenIdle(), sleep(CUT_FLUSH_MS)]);
+      await sleep(50); // the cut streams' last frames are written on the next ticks
+    }
     await this.close();
     return outcome;
   }
 
   async close(): Promise<void> {
-    await this.app.close();
-    await this.engine.stop();
-    await this.obs.close();
+    const closing = this.app.close();
+    // Whatever is still connected now (idle keep-alive, a slow client mid-request) has nothing more coming.
+    this.app.server.closeAllConnections();
+    await closing;
+    if (this.#engine !== null) {
+      await this.#engine.stop();
+      await this.#obs?.close();
+      await this.#engine.runner.close();
+    }
     await this.trace?.close();
-    await this.#opts.runner.close();
+  }
+
+  #install(runner: Runner): void {
+    const opts = this.#opts;
+    const scheduler = createScheduler({ maxOutputTokens: opts.server.maxOutputTokens, ...opts.scheduler }, runner.info);
+    this.#engine = new Engine(runner, scheduler, { maxQueuedRequests: opts.maxQueuedRequests, clock: this.#clock });
+    if (opts.onEngineFailure !== undefined) this.#engine.onFatal(opts.onEngineFailure);
+    this.#backend = new EngineBackend(this.#engine, this.#clock);
+    this.#obs = new Observability(this.#engine, { sloMs: opts.server.sloMs, ...opts.obs });
   }
 
   /** One real step through the runner (a one-token prompt on a scratch sequence), then clean up. */
   async #warmUp(): Promise<void> {
-    const runner = this.#opts.runner;
+    const runner = this.engine.runner;
     const seqId = runner.info.maxSequences - 1;
     const token = runner.tokenizer.tokenize('warm', true)[0]!;
     const sampling = { temperature: 0, topP: 1, seed: 0 };
@@ -114,4 +194,8 @@ export class Headroom {
     await runner.execute({ kvOps: [{ kind: 'remove', seqId: asSeqId(seqId), p0: 0, p1: -1 }], items: [] });
     if (!r.ok) throw new Error(`warm-up step failed: ${r.message}`);
   }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
 }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "decode_worker.h"
+#include "tokenize_worker.h"
 #include "ggml-backend.h"
 
 namespace {
@@ -13,10 +14,25 @@ bool gVerbose = false;
 bool gBackendsLoaded = false;
 ggml_log_level gLastLevel = GGML_LOG_LEVEL_INFO;
 
+// While a model loads, what llama.cpp logs is held here instead of printed: a failed load then
+// becomes one error message (its last error line) rather than a screenful; a good one prints it.
+std::string* gCapture = nullptr;
+
 // llama.cpp logs a lot at load time; keep warnings and errors unless HEADROOM_LLAMA_LOG asks for all.
 void logCallback(ggml_log_level level, const char* text, void*) {
   if (level != GGML_LOG_LEVEL_CONT) gLastLevel = level;
-  if (gVerbose || gLastLevel >= GGML_LOG_LEVEL_WARN) fputs(text, stderr);
+  if (!gVerbose && gLastLevel < GGML_LOG_LEVEL_WARN) return;
+  if (gCapture != nullptr) *gCapture += text;
+  else fputs(text, stderr);
+}
+
+// The last line of captured load logs that says something (llama.cpp's reason for a failure).
+std::string lastLine(const std::string& log) {
+  size_t end = log.find_last_not_of(" \n\r\t");
+  if (end == std::string::npos) return "";
+  size_t start = log.rfind('\n', end);
+  start = start == std::string::npos ? 0 : start + 1;
+  return log.substr(start, end - start + 1);
 }
 
 int32_t intOpt(const Napi::Object& o, const char* key, int32_t dflt) {
@@ -44,6 +60,8 @@ Napi::Function HeadroomLlama::Init(Napi::Env env) {
                          InstanceMethod<&HeadroomLlama::SeqPosMax>("seqPosMax"),
                          InstanceMethod<&HeadroomLlama::MemoryClear>("memoryClear"),
                          InstanceMethod<&HeadroomLlama::Tokenize>("tokenize"),
+                         InstanceMethod<&HeadroomLlama::TokenizeAsync>("tokenizeAsync"),
+                         InstanceMethod<&HeadroomLlama::ChatTokenizeAsync>("chatTokenizeAsync"),
                          InstanceMethod<&HeadroomLlama::TokenPiece>("tokenPiece"),
                          InstanceMethod<&HeadroomLlama::IsEog>("isEog"),
                          InstanceMethod<&HeadroomLlama::ChatTemplate>("chatTemplate"),
@@ -74,9 +92,17 @@ HeadroomLlama::HeadroomLlama(const Napi::CallbackInfo& info) : Napi::ObjectWrap<
 
   llama_model_params mp = llama_model_default_params();
   mp.n_gpu_layers = 0;
+  std::string loadLog;
+  gCapture = &loadLog;
   model_ = llama_model_load_from_file(modelPath.c_str(), mp);
-  if (model_ == nullptr) throw Napi::Error::New(env, "llama.cpp could not load the model at " + modelPath);
+  gCapture = nullptr;
+  if (model_ == nullptr) {
+    const std::string why = lastLine(loadLog);
+    throw Napi::Error::New(env, "llama.cpp could not load the model at " + modelPath + (why.empty() ? "" : " (" + why + ")"));
+  }
+  fputs(loadLog.c_str(), stderr);
   vocab_ = llama_model_get_vocab(model_);
+  tokenizer_ = std::make_unique<FastTokenizer>(vocab_);
 
   llama_context_params cp = llama_context_default_params();
   // nCtx 0: the model's trained context, capped at nCtxMax (a 32k-context GGUF need not reserve 32k cells).
@@ -85,6 +111,16 @@ HeadroomLlama::HeadroomLlama(const Napi::CallbackInfo& info) : Napi::ObjectWrap<
     const int32_t cap = intOpt(o, "nCtxMax", 8192);
     nCtx = llama_model_n_ctx_train(model_);
     if (nCtx <= 0 || nCtx > cap) nCtx = cap;
+  }
+  // A context past the trained one is refused before any KV is allocated, unless asked for.
+  const int32_t nCtxTrain = llama_model_n_ctx_train(model_);
+  if (nCtxTrain > 0 && nCtx > nCtxTrain && !o.Get("allowBeyondTrained").ToBoolean().Value()) {
+    freeAll();
+    Napi::Error e = Napi::Error::New(env, "a context of " + std::to_string(nCtx) + " tokens is longer than the model's trained context of " +
+                                              std::to_string(nCtxTrain) + " (GGUF llama.context_length)");
+    e.Set("code", Napi::String::New(env, "context_beyond_trained"));
+    e.Set("trainedTokens", Napi::Number::New(env, nCtxTrain));
+    throw e;
   }
   cp.n_ctx = static_cast<uint32_t>(nCtx);
   cp.n_seq_max = static_cast<uint32_t>(intOpt(o, "nSeqMax", 16));
@@ -120,6 +156,7 @@ void HeadroomLlama::freeAll() {
   if (model_ != nullptr) llama_model_free(model_);
   model_ = nullptr;
   vocab_ = nullptr;
+  tokenizer_.reset();
 }
 
 void HeadroomLlama::checkUsable(Napi::Env env, const char* what) const {
@@ -230,26 +267,85 @@ Napi::Value HeadroomLlama::MemoryClear(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-// tokenize(text, addSpecial, parseSpecial) -> Int32Array. Vocab calls are thread-safe, so this
-// may run while a decode is in flight.
+// tokenize(text, addSpecial, parseSpecial, viaLlama?) -> Int32Array, on the calling thread (small
+// texts: warm-up, tests). parseSpecial takes the linear FastTokenizer unless viaLlama asks for
+// llama_tokenize itself (the reference the tests compare against).
+// Vocab calls are thread-safe, so this may run while a decode is in flight.
 Napi::Value HeadroomLlama::Tokenize(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (vocab_ == nullptr) throw Napi::Error::New(env, "tokenize: the context is closed");
   const std::string text = info[0].As<Napi::String>().Utf8Value();
   const bool addSpecial = info[1].ToBoolean().Value();
   const bool parseSpecial = info[2].ToBoolean().Value();
-  std::vector<llama_token> out(text.size() + 8);
-  int32_t n = llama_tokenize(vocab_, text.data(), static_cast<int32_t>(text.size()), out.data(),
-                             static_cast<int32_t>(out.size()), addSpecial, parseSpecial);
-  if (n < 0) {
-    out.resize(static_cast<size_t>(-n));
-    n = llama_tokenize(vocab_, text.data(), static_cast<int32_t>(text.size()), out.data(),
-                       static_cast<int32_t>(out.size()), addSpecial, parseSpecial);
+  const bool viaLlama = info.Length() > 3 && info[3].ToBoolean().Value();
+  std::vector<llama_token> out;
+  if (parseSpecial && !viaLlama) {
+    out = tokenizer_->tokenize(text, addSpecial);
+  } else {
+    out.resize(text.size() + 8);
+    int32_t n = llama_tokenize(vocab_, text.data(), static_cast<int32_t>(text.size()), out.data(),
+                               static_cast<int32_t>(out.size()), addSpecial, parseSpecial);
+    if (n < 0) {
+      out.resize(static_cast<size_t>(-static_cast<int64_t>(n)));
+      n = llama_tokenize(vocab_, text.data(), static_cast<int32_t>(text.size()), out.data(),
+                         static_cast<int32_t>(out.size()), addSpecial, parseSpecial);
+    }
+    if (n < 0) throw Napi::Error::New(env, "tokenize: llama_tokenize failed");
+    out.resize(static_cast<size_t>(n));
   }
-  if (n < 0) throw Napi::Error::New(env, "tokenize: llama_tokenize failed");
-  Napi::Int32Array arr = Napi::Int32Array::New(env, static_cast<size_t>(n));
-  std::memcpy(arr.Data(), out.data(), static_cast<size_t>(n) * sizeof(int32_t));
+  Napi::Int32Array arr = Napi::Int32Array::New(env, out.size());
+  if (!out.empty()) std::memcpy(arr.Data(), out.data(), out.size() * sizeof(int32_t));
   return arr;
+}
+
+// tokenizeAsync(text: string | Buffer, addSpecial) -> Promise<{status, tokens, workerUs}>: special
+// tokens parsed, off the JS thread. A Buffer is taken byte for byte.
+Napi::Value HeadroomLlama::TokenizeAsync(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (vocab_ == nullptr) throw Napi::Error::New(env, "tokenizeAsync: the context is closed");
+  std::string text;
+  if (info[0].IsBuffer()) {
+    const Napi::Buffer<char> b = info[0].As<Napi::Buffer<char>>();
+    text.assign(b.Data(), b.Length());
+  } else {
+    text = info[0].As<Napi::String>().Utf8Value();
+  }
+  auto* w = new TokenizeWorker(env, this, Napi::Persistent(Value()), tokenizer_.get(), std::move(text), info[1].ToBoolean().Value());
+  Napi::Promise p = w->Promise();
+  numTokenizing_++;
+  w->Queue();
+  return p;
+}
+
+// chatTokenizeAsync(messages: {role, content: string | Buffer}[], template, addSpecial) ->
+// Promise<{status, tokens, workerUs}>: the template applied to the exact bytes of every message
+// (NUL included, see tokenize_worker.h), then tokenized, off the JS thread.
+Napi::Value HeadroomLlama::ChatTokenizeAsync(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (vocab_ == nullptr) throw Napi::Error::New(env, "chatTokenizeAsync: the context is closed");
+  if (info.Length() < 3 || !info[0].IsArray() || !info[1].IsString())
+    throw Napi::TypeError::New(env, "chatTokenizeAsync: expected (messages[], template, addSpecial)");
+  const Napi::Array msgs = info[0].As<Napi::Array>();
+  std::vector<std::string> roles, contents;
+  roles.reserve(msgs.Length());
+  contents.reserve(msgs.Length());
+  for (uint32_t i = 0; i < msgs.Length(); i++) {
+    const Napi::Object m = msgs.Get(i).As<Napi::Object>();
+    roles.push_back(m.Get("role").As<Napi::String>().Utf8Value());
+    const Napi::Value c = m.Get("content");
+    if (c.IsBuffer()) {
+      const Napi::Buffer<char> b = c.As<Napi::Buffer<char>>();
+      contents.emplace_back(b.Data(), b.Length());
+    } else {
+      contents.push_back(c.As<Napi::String>().Utf8Value());
+    }
+  }
+  auto* w = new TokenizeWorker(env, this, Napi::Persistent(Value()), tokenizer_.get(), std::move(roles), std::move(contents),
+                               info[1].As<Napi::String>().Utf8Value(), info[2].ToBoolean().Value());
+  Napi::Promise p = w->Promise();
+  numTokenizing_++;
+  w->Queue();
+  return p;
 }
 
 // tokenPiece(token) -> Buffer of the raw bytes the token stands for (a byte token gives one byte,
@@ -326,12 +422,15 @@ Napi::Value HeadroomLlama::Info(const Napi::CallbackInfo& info) {
   o.Set("addBos", Napi::Boolean::New(env, llama_vocab_get_add_bos(vocab_)));
   o.Set("threads", Napi::Number::New(env, threads_));
   o.Set("threadsBatch", Napi::Number::New(env, threadsBatch_));
+  o.Set("maxTokenBytes", Napi::Number::New(env, static_cast<double>(tokenizer_->maxTokenBytes())));
+  o.Set("fastTokenizer", Napi::Boolean::New(env, tokenizer_->fast()));
   return o;
 }
 
 Napi::Value HeadroomLlama::Close(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (busy_) throw Napi::Error::New(env, "close: a decode is in flight (await it first)");
+  if (numTokenizing_ > 0) throw Napi::Error::New(env, "close: a tokenization is in flight (await it first)");
   freeAll();
   return env.Undefined();
 }

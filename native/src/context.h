@@ -7,13 +7,17 @@
 //   setSampler (greedy when temperature == 0) and reset only by another setSampler.
 // - llama_decode's refusals (1 = no KV slot, 2 = aborted, -1 = invalid batch, < -1 = fatal) come
 //   back as a status code in the resolved value; the promise rejects only on a bug.
+// - Tokenization may run on pool threads while a decode is in flight (it reads only the
+//   vocabulary and the immutable FastTokenizer); close() refuses while any is running.
 #pragma once
 
 #include <napi.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
+#include "fast_tokenizer.h"
 #include "llama.h"
 
 class HeadroomLlama : public Napi::ObjectWrap<HeadroomLlama> {
@@ -27,6 +31,8 @@ class HeadroomLlama : public Napi::ObjectWrap<HeadroomLlama> {
   llama_batch& batch() { return batch_; }
   llama_sampler* samplerFor(int32_t seq);
   void setBusy(bool busy) { busy_ = busy; }
+  // Used by TokenizeWorker.
+  void endTokenize() { numTokenizing_--; }
 
  private:
   Napi::Value Decode(const Napi::CallbackInfo& info);
@@ -36,6 +42,8 @@ class HeadroomLlama : public Napi::ObjectWrap<HeadroomLlama> {
   Napi::Value SeqPosMax(const Napi::CallbackInfo& info);
   Napi::Value MemoryClear(const Napi::CallbackInfo& info);
   Napi::Value Tokenize(const Napi::CallbackInfo& info);
+  Napi::Value TokenizeAsync(const Napi::CallbackInfo& info);
+  Napi::Value ChatTokenizeAsync(const Napi::CallbackInfo& info);
   Napi::Value TokenPiece(const Napi::CallbackInfo& info);
   Napi::Value IsEog(const Napi::CallbackInfo& info);
   Napi::Value ChatTemplate(const Napi::CallbackInfo& info);
@@ -58,4 +66,6 @@ class HeadroomLlama : public Napi::ObjectWrap<HeadroomLlama> {
   int32_t threads_ = 0;
   int32_t threadsBatch_ = 0;
   bool busy_ = false;
+  std::unique_ptr<FastTokenizer> tokenizer_;
+  int32_t numTokenizing_ = 0;
 };

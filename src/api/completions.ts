@@ -24,7 +24,9 @@ import { Framer, usage } from './framer.ts';
 import type { FinishedChoice } from './framer.ts';
 import type { IdSource } from './ids.ts';
 import type { Kind, Prepared } from './prepare.ts';
+import { sizeFacts } from './limits.ts';
 import { parse, prepare } from './prepare.ts';
+import type { ActiveRequests } from './active-requests.ts';
 import { SseWriter } from './sse.ts';
 
 export interface CompletionsDeps {
@@ -36,6 +38,8 @@ export interface CompletionsDeps {
   readonly obs: Observability | null;
   /** Admission traces (`--trace-out`); null = off. */
   readonly trace: TraceWriter | null;
+  /** Requests in flight, so a drain deadline can cut them; null = not tracked. */
+  readonly active: ActiveRequests | null;
 }
 
 /** One request on its way through the handler. */
@@ -45,6 +49,8 @@ interface Call {
   readonly ctx: AdmissionContext;
   readonly traceparent: string | undefined;
   readonly controller: AbortController;
+  /** Set when the drain deadline cut the request: the error its client gets. */
+  cutMessage: string | null;
   /** What admission saw, and what it decided. */
   readonly features: Float64Array;
   boundMs: number | null;
@@ -61,7 +67,8 @@ export class CompletionsHandler {
   async handle(kind: Kind, req: FastifyRequest, reply: FastifyReply): Promise<void> {
     const { backend, config, ids } = this.#d;
     const budget = { slo: req.headers['x-slo-ms'], ttft: req.headers['x-slo-ttft-ms'], tpot: req.headers['x-slo-tpot-ms'] };
-    const prepared = prepare(parse(kind, req.body, backend.info), budget, { tokenizer: backend.tokenizer, info: backend.info, config, ids });
+    const size = sizeFacts(backend);
+    const prepared = await prepare(parse(kind, req.body, backend.info, size), budget, { tokenizer: backend.tokenizer, info: backend.info, size, config, ids });
     const id = ids.next(kind === 'chat' ? 'chatcmpl' : 'cmpl');
     const ctx: AdmissionContext = {
       requestId: id,
@@ -77,7 +84,7 @@ export class CompletionsHandler {
     const traceparent = typeof req.headers.traceparent === 'string' ? req.headers.traceparent : undefined;
     const snapshot = backend.snapshot();
     const features = extractFeatures(ctx, snapshot, new Float64Array(NUM_FEATURES));
-    const call: Call = { id, prepared, ctx, traceparent, controller: new AbortController(), features, boundMs: null, decision: null };
+    const call: Call = { id, prepared, ctx, traceparent, controller: new AbortController(), cutMessage: null, features, boundMs: null, decision: null };
 
     const decideStart = performance.now();
     const flow = this.#d.flow.acquire(ctx);
@@ -91,6 +98,12 @@ export class CompletionsHandler {
       reply.raw.on('close', () => {
         if (!reply.raw.writableFinished) call.controller.abort();
       });
+      // A drain deadline cuts the request: its client gets an error, the backend lets it go.
+      const untrack = this.#d.active?.add((message) => {
+        call.cutMessage = message;
+        call.controller.abort();
+      });
+      if (untrack !== undefined) reply.raw.on('close', untrack);
       const started = backend.generate(this.#job(call), call.controller.signal);
       this.#d.obs?.admissionDecided(performance.now() - decideStart);
       if (!started.ok) this.#refuse(call, started.refusal);
@@ -144,6 +157,7 @@ export class CompletionsHandler {
       texts[ev.index] += c.flush();
       reasons[ev.index] = ev.reason;
     }
+    if (call.cutMessage !== null) throw new ApiError('engine_failure', call.cutMessage);
     if (aborted) {
       reply.hijack(); // nobody is listening: nothing to send
       reply.raw.destroy();
@@ -182,6 +196,10 @@ export class CompletionsHandler {
         if (ended[ev.index]) continue;
         if (ev.reason === 'abort') {
           aborted = true;
+          if (call.cutMessage !== null) {
+            sse.send(new ApiError('engine_failure', call.cutMessage).toBody());
+            return;
+          }
           continue;
         }
         if (ev.reason === 'error') {

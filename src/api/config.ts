@@ -5,7 +5,9 @@ export interface ServerConfig {
   readonly port: number;
   /** Default latency budget of a request (deadline = arrival + SLO); `x-slo-ms` overrides per request. */
   readonly sloMs: number;
-  /** Largest `x-slo-ms` accepted. */
+  /** Smallest `x-slo-ms` accepted: below it a budget cannot be met, and is refused at once (400). */
+  readonly minSloMs: number;
+  /** Largest `x-slo-ms` accepted (400 above). */
   readonly maxSloMs: number;
   /** Largest request body, bytes (413 above). */
   readonly bodyLimitBytes: number;
@@ -13,28 +15,56 @@ export interface ServerConfig {
   readonly maxOutputTokens: number;
   /** Retry-After on refusals, seconds. */
   readonly retryAfterS: number;
-  /** How long a drain may take before the process exits anyway, ms. */
+  /** Drain deadline, ms: past it, streams still running get an SSE error event and [DONE], and the process exits. */
   readonly drainTimeoutMs: number;
+  /** Longest time to receive a request's headers, ms (then 408 and close). */
+  readonly headersTimeoutMs: number;
+  /** Longest time to receive a whole request, headers and body, ms (then 408 and close). */
+  readonly requestTimeoutMs: number;
+  /** How long an idle keep-alive connection stays open after a response, ms. */
+  readonly keepAliveTimeoutMs: number;
+  /** Most open client connections; past it only /health and /ready are answered (api/connections.ts). */
+  readonly maxConnections: number;
+  /** Most open connections from one client address. */
+  readonly maxConnectionsPerAddress: number;
 }
 
 export const DEFAULT_SERVER_CONFIG: ServerConfig = {
   host: '0.0.0.0',
   port: 8000,
   sloMs: 10_000,
+  minSloMs: 100,
   maxSloMs: 3_600_000,
   bodyLimitBytes: 1 << 20,
   maxOutputTokens: 1024,
   retryAfterS: 1,
   drainTimeoutMs: 60_000,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+  maxConnections: 1024,
+  maxConnectionsPerAddress: 256,
 };
 
 export function serverConfig(overrides: Partial<ServerConfig> = {}): ServerConfig {
   const c = { ...DEFAULT_SERVER_CONFIG, ...overrides };
-  const positive: (keyof ServerConfig)[] = ['sloMs', 'maxSloMs', 'bodyLimitBytes', 'maxOutputTokens', 'retryAfterS', 'drainTimeoutMs'];
+  const positive: (keyof ServerConfig)[] = [
+    'sloMs', 'minSloMs', 'maxSloMs', 'bodyLimitBytes', 'maxOutputTokens', 'retryAfterS', 'drainTimeoutMs',
+    'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxConnections', 'maxConnectionsPerAddress',
+  ];
   for (const k of positive) {
     const v = c[k];
     if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0) throw new Error(`config: expected ${k} to be a positive integer, got ${String(v)}`);
   }
   if (!Number.isInteger(c.port) || c.port < 0 || c.port > 65535) throw new Error(`config: expected port in [0, 65535], got ${c.port}`);
+  if (!(c.minSloMs <= c.sloMs && c.sloMs <= c.maxSloMs)) {
+    throw new Error(`config: expected minSloMs ≤ sloMs ≤ maxSloMs, got ${c.minSloMs} ≤ ${c.sloMs} ≤ ${c.maxSloMs}`);
+  }
+  if (c.headersTimeoutMs > c.requestTimeoutMs) {
+    throw new Error(`config: expected headersTimeoutMs ≤ requestTimeoutMs, got ${c.headersTimeoutMs} > ${c.requestTimeoutMs}`);
+  }
+  if (c.maxConnectionsPerAddress > c.maxConnections) {
+    throw new Error(`config: expected maxConnectionsPerAddress ≤ maxConnections, got ${c.maxConnectionsPerAddress} > ${c.maxConnections}`);
+  }
   return c;
 }

@@ -14,6 +14,7 @@ interface CatalogEntry {
 
 /** Stable error codes. Adding one is an API change: clients may branch on them. */
 export const ERROR_CATALOG = {
+  bad_request: { status: 400, type: 'invalid_request_error' },
   invalid_json: { status: 400, type: 'invalid_request_error' },
   invalid_encoding: { status: 400, type: 'invalid_request_error' },
   invalid_value: { status: 400, type: 'invalid_request_error' },
@@ -23,11 +24,15 @@ export const ERROR_CATALOG = {
   model_not_found: { status: 404, type: 'not_found_error' },
   route_not_found: { status: 404, type: 'not_found_error' },
   method_not_allowed: { status: 405, type: 'invalid_request_error' },
+  request_timeout: { status: 408, type: 'invalid_request_error' },
   body_too_large: { status: 413, type: 'invalid_request_error' },
   unsupported_media_type: { status: 415, type: 'invalid_request_error' },
   rate_limited: { status: 429, type: 'rate_limit_error' },
+  headers_too_large: { status: 431, type: 'invalid_request_error' },
   capacity: { status: 503, type: 'overloaded_error' },
   draining: { status: 503, type: 'overloaded_error' },
+  loading: { status: 503, type: 'overloaded_error' },
+  too_many_connections: { status: 503, type: 'overloaded_error' },
   slo_unattainable: { status: 503, type: 'overloaded_error' },
   engine_unavailable: { status: 503, type: 'overloaded_error' },
   engine_failure: { status: 500, type: 'server_error' },
@@ -35,6 +40,8 @@ export const ERROR_CATALOG = {
 } as const satisfies Record<string, CatalogEntry>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOG;
+
+const STATUS_TEXT: Readonly<Record<number, string>> = { 400: 'Bad Request', 408: 'Request Timeout', 413: 'Payload Too Large', 431: 'Request Header Fields Too Large', 503: 'Service Unavailable' };
 
 /** A failure meant for the client. Thrown inside handlers; rendered by the one error handler in server.ts. */
 export class ApiError extends Error {
@@ -53,6 +60,13 @@ export class ApiError extends Error {
 
   get status(): number {
     return ERROR_CATALOG[this.code].status;
+  }
+
+  /** A whole HTTP/1.1 response that closes the connection, for places with only a socket (http-errors.ts, connections.ts). */
+  toRawResponse(): string {
+    const body = JSON.stringify(this.toBody());
+    const retry = this.retryAfterS === null ? '' : `Retry-After: ${this.retryAfterS}\r\n`;
+    return `HTTP/1.1 ${this.status} ${STATUS_TEXT[this.status] ?? 'Error'}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${retry}Connection: close\r\n\r\n${body}`;
   }
 
   toBody(): { error: { message: string; type: ErrorType; param: string | null; code: ErrorCode } } {

@@ -1,13 +1,17 @@
 // Parse and prepare: an HTTP body becomes a validated, tokenized job description, or a 400 that
 // names the offending field. Nothing here reaches the backend's engine; only its tokenizer.
 //
-//   parse   — the body's shape (zod), the model name, the fields we support
-//   prepare — tokenize (chat template or raw prompt), then size checks against the context and
-//             the server's output cap, the budget header, sampling defaults
+//   parse   — the message count read before the schema (a 30,000-message body must not cost a full
+//             validation), the body's shape (zod), the model name, the fields we support
+//   prepare — size checks that cannot refuse a prompt that fits (limits.ts), then tokenize off the
+//             event loop (chat template or raw prompt), then the exact checks against the context
+//             and the server's output cap, the budget headers, sampling defaults
 
 import type { ServerConfig } from './config.ts';
 import { ApiError } from './errors.ts';
 import type { IdSource } from './ids.ts';
+import type { SizeFacts } from './limits.ts';
+import { checkMessageCount, checkMessagesSize, checkPromptSize, sloFromHeader } from './limits.ts';
 import type { ChatCompletionBody, CompletionBody } from './schemas.ts';
 import { chatCompletionBody, checkSupported, completionBody, messageText, parseBody } from './schemas.ts';
 import type { BackendInfo } from '../backend/backend.ts';
@@ -38,7 +42,8 @@ export interface Prepared {
   readonly includeUsage: boolean;
 }
 
-export function parse(kind: Kind, raw: unknown, info: BackendInfo): Parsed {
+export function parse(kind: Kind, raw: unknown, info: BackendInfo, size: SizeFacts): Parsed {
+  if (kind === 'chat') checkMessageCount(size, raw);
   const parsed: Parsed = kind === 'chat' ? { kind, body: parseBody(chatCompletionBody, raw) } : { kind, body: parseBody(completionBody, raw) };
   if (parsed.body.model !== info.modelId) {
     throw new ApiError('model_not_found', `The model '${parsed.body.model}' does not exist on this server; it serves '${info.modelId}'.`, { param: 'model' });
@@ -50,6 +55,7 @@ export function parse(kind: Kind, raw: unknown, info: BackendInfo): Parsed {
 export interface PrepareDeps {
   readonly tokenizer: Tokenizer;
   readonly info: BackendInfo;
+  readonly size: SizeFacts;
   readonly config: ServerConfig;
   readonly ids: IdSource;
 }
@@ -61,11 +67,15 @@ export interface BudgetHeaders {
   readonly tpot: string | string[] | undefined;
 }
 
-export function prepare(p: Parsed, budget: BudgetHeaders, deps: PrepareDeps): Prepared {
+export async function prepare(p: Parsed, budget: BudgetHeaders, deps: PrepareDeps): Promise<Prepared> {
   const { body } = p;
-  const promptTokens = tokenizePrompt(p, deps.tokenizer);
-  const ctx = deps.info.contextTokens;
+  // The budget first: a refusal costs no tokenizing.
+  const sloHeaderMs = budget.slo === undefined ? null : sloFromHeader(budget.slo, deps.config);
+  const ttftBudgetMs = headerMs(budget.ttft, 'x-slo-ttft-ms', deps.config);
+  const tpotMs = headerMs(budget.tpot, 'x-slo-tpot-ms', deps.config);
   const requested = body.max_completion_tokens ?? body.max_tokens ?? null;
+  const promptTokens = await tokenizePrompt(p, deps, requested);
+  const ctx = deps.info.contextTokens;
   if (promptTokens.length >= ctx) {
     throw new ApiError('context_length_exceeded', `This model's maximum context length is ${ctx} tokens; the prompt has ${promptTokens.length}.`, { param: p.kind === 'chat' ? 'messages' : 'prompt' });
   }
@@ -77,9 +87,6 @@ export function prepare(p: Parsed, budget: BudgetHeaders, deps: PrepareDeps): Pr
   }
   const stream = body.stream === true;
   const maxTokens = requested ?? Math.min(deps.config.maxOutputTokens, ctx - promptTokens.length);
-  const ttftBudgetMs = headerMs(budget.ttft, 'x-slo-ttft-ms', deps.config);
-  const tpotMs = headerMs(budget.tpot, 'x-slo-tpot-ms', deps.config);
-  const sloHeaderMs = headerMs(budget.slo, 'x-slo-ms', deps.config);
   const fromTpot = tpotMs === null ? null : (ttftBudgetMs ?? 0) + maxTokens * tpotMs;
   const sloMs = sloHeaderMs !== null && fromTpot !== null ? Math.min(sloHeaderMs, fromTpot) : (sloHeaderMs ?? fromTpot ?? deps.config.sloMs);
   return {
@@ -99,16 +106,21 @@ export function prepare(p: Parsed, budget: BudgetHeaders, deps: PrepareDeps): Pr
   };
 }
 
-function tokenizePrompt(p: Parsed, tokenizer: Tokenizer): number[] {
+async function tokenizePrompt(p: Parsed, deps: PrepareDeps, requested: number | null): Promise<number[]> {
+  const tokenizer = deps.tokenizer;
   if (p.kind === 'chat') {
     const messages = p.body.messages.map((m) => ({ role: m.role, content: messageText(m.content) }));
-    return tokenizer.tokenize(tokenizer.applyChatTemplate(messages), true);
+    checkMessagesSize(deps.size, messages.map((m) => m.content), requested);
+    const encoded = await tokenizer.encodeChat(messages);
+    if (!encoded.ok) throw new ApiError('unsupported_value', encoded.message, { param: 'messages' });
+    return encoded.tokens;
   }
   const prompt = p.body.prompt;
   if (typeof prompt === 'string' || typeof prompt[0] === 'string') {
     const text = typeof prompt === 'string' ? prompt : (prompt[0] as string);
     if (text.length === 0) throw new ApiError('invalid_value', 'The prompt must not be empty.', { param: 'prompt' });
-    return tokenizer.tokenize(text, true);
+    checkPromptSize(deps.size, text, requested);
+    return tokenizer.encodeText(text, true);
   }
   const ids = prompt as number[];
   const bad = ids.find((t) => t >= tokenizer.vocabSize);
@@ -116,7 +128,7 @@ function tokenizePrompt(p: Parsed, tokenizer: Tokenizer): number[] {
   return [...ids];
 }
 
-/** A budget header in whole ms, or null when absent; out of range is a 400 naming the header. */
+/** A TTFT or TPOT budget header in whole ms, or null when absent; out of [1, maxSloMs] is a 400 naming the header. */
 function headerMs(h: string | string[] | undefined, name: string, config: ServerConfig): number | null {
   if (h === undefined) return null;
   const v = Array.isArray(h) ? h[0] : h;

@@ -1,25 +1,37 @@
-// The HTTP front door: routes, body parsing, and the one place errors become responses.
+// The HTTP front door: routes, body parsing, connection and time bounds, and the one place errors
+// become responses.
 //
 //   POST /v1/chat/completions, POST /v1/completions   generation (SSE or JSON)
 //   GET  /v1/models                                   the served model
-//   GET  /health    liveness: 200 while the backend can serve (draining included), 503 once its engine failed
-//   GET  /ready     readiness: 503 until the engine is warm, from the moment a drain starts, and after a failure
+//   GET  /health    liveness: 200 while the process can serve (loading and draining included), 503 once its engine failed
+//   GET  /ready     readiness: 503 until the model is loaded and warm, from the moment a drain starts, and after a failure
 //   GET  /stats     a JSON snapshot of engine state and configuration
 //   GET  /metrics   Prometheus exposition (Headroom and vLLM-compatible names), when metrics are on
+//
+// Invariants:
+// - Every response that is not a success has the OpenAI error shape, HTTP-layer ones included
+//   (http-errors.ts); a wrong method on a known path is 405 with an Allow header.
+// - No client holds a connection past the header, request or keep-alive timeout, and connections
+//   are bounded in total and per address (connections.ts); /health and /ready stay answerable.
+// - The server listens before the model loads: until then generation answers 503 `loading`.
 
 import Fastify from 'fastify';
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AdmissionController } from '../admission/controller.ts';
-import type { TraceWriter } from '../admission/trace-writer.ts';
 import { admitAll } from '../admission/controller.ts';
+import type { TraceWriter } from '../admission/trace-writer.ts';
 import type { Backend } from '../backend/backend.ts';
 import type { FlowControl } from '../flow/flow-control.ts';
 import { noFlowControl } from '../flow/flow-control.ts';
+import type { ActiveRequests } from './active-requests.ts';
 import { CompletionsHandler } from './completions.ts';
 import type { IdSource } from './ids.ts';
 import { randomIds } from './ids.ts';
 import type { ServerConfig } from './config.ts';
+import type { ConnectionGuard } from './connections.ts';
 import { ApiError } from './errors.ts';
+import { handleClientError } from './http-errors.ts';
+import { checkRawMessageCount, sizeFacts } from './limits.ts';
 import type { Observability } from '../obs/observability.ts';
 
 export interface Lifecycle {
@@ -28,13 +40,19 @@ export interface Lifecycle {
 }
 
 export interface ServerDeps {
-  readonly backend: Backend;
+  /** The backend, once the model is loaded and warm; null until then. */
+  readonly backend: () => Backend | null;
   readonly config: ServerConfig;
   readonly lifecycle: Lifecycle;
+  /** Generation requests in flight, for the drain deadline. */
+  readonly active: ActiveRequests;
+  readonly connections: ConnectionGuard;
   /** Extra facts for /stats (runner kind notes, build info). */
   readonly statsExtra?: () => Record<string, unknown>;
-  /** Metrics and tracing; absent = neither. */
-  readonly obs?: Observability;
+  /** Metrics and tracing, once the engine exists; absent = neither. */
+  readonly obs?: () => Observability | null;
+  /** Serve /metrics (default true when `obs` is given). */
+  readonly metrics?: boolean;
   /** Response ids and default seeds (default random). */
   readonly ids?: IdSource;
   readonly flow?: FlowControl;
@@ -44,14 +62,58 @@ export interface ServerDeps {
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
+/** Paths answered even on an overflow connection (connections.ts). */
+const PROBES = new Set(['/health', '/ready']);
+/** node's check of header and request timeouts runs on an interval; a quarter of the shortest bound keeps it timely. */
+const MAX_CHECK_INTERVAL_MS = 1000;
 
 export function buildServer(deps: ServerDeps): FastifyInstance {
-  const { backend, config, lifecycle } = deps;
-  const app = Fastify({ bodyLimit: config.bodyLimitBytes, logger: false, return503OnClosing: false });
+  const { config, lifecycle } = deps;
+  const app = Fastify({
+    bodyLimit: config.bodyLimitBytes,
+    logger: false,
+    return503OnClosing: false,
+    // Timeouts: headers and the whole request (slow or silent bodies), idle keep-alive. No socket
+    // inactivity timeout: a queued request or a slow stream is legitimately quiet for a while.
+    requestTimeout: config.requestTimeoutMs,
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+    connectionTimeout: 0,
+    http: {
+      headersTimeout: config.headersTimeoutMs,
+      connectionsCheckingInterval: Math.max(10, Math.min(MAX_CHECK_INTERVAL_MS, Math.floor(config.headersTimeoutMs / 4))),
+    },
+    clientErrorHandler: handleClientError,
+    frameworkErrors: (err, _req, reply: FastifyReply) => {
+      const e = new ApiError('bad_request', `The request could not be routed: ${err.message}`);
+      void reply.code(e.status).send(e.toBody());
+    },
+  });
+  deps.connections.attach(app.server);
+
+  app.addHook('onRequest', (req, reply, done) => {
+    if (deps.connections.isOverflow(req.raw.socket)) {
+      void reply.header('connection', 'close');
+      if (!PROBES.has(req.url.split('?')[0]!)) {
+        const e = deps.connections.refusal(config.retryAfterS);
+        void reply.header('retry-after', String(config.retryAfterS)).code(e.status).send(e.toBody());
+        return;
+      }
+    }
+    done();
+  });
 
   // JSON bodies: reject invalid UTF-8 instead of silently turning it into U+FFFD.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body: Buffer, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body: Buffer, done) => {
+    const backend = deps.backend();
+    if (backend !== null && req.url.split('?')[0] === '/v1/chat/completions') {
+      try {
+        checkRawMessageCount(sizeFacts(backend), body);
+      } catch (e) {
+        done(e as ApiError, undefined);
+        return;
+      }
+    }
     let text: string;
     try {
       text = utf8.decode(body);
@@ -75,45 +137,75 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     if (api.retryAfterS !== null) void reply.header('retry-after', String(api.retryAfterS));
     void reply.code(api.status).send(api.toBody());
   });
+
+  const methods = new Map<string, string[]>();
+  const route = (method: 'GET' | 'POST', path: string, handler: (req: FastifyRequest, reply: FastifyReply) => unknown): void => {
+    methods.set(path, [...(methods.get(path) ?? []), ...(method === 'GET' ? ['GET', 'HEAD'] : ['POST'])]);
+    app.route({ method, url: path, handler: handler });
+  };
   app.setNotFoundHandler((req, reply) => {
-    const e = new ApiError('route_not_found', `No route for ${req.method} ${req.url.split('?')[0]}.`);
+    const path = req.url.split('?')[0]!;
+    const allowed = methods.get(path);
+    const e = allowed === undefined
+      ? new ApiError('route_not_found', `No route for ${req.method} ${path.slice(0, 200)}.`)
+      : new ApiError('method_not_allowed', `${path} does not accept ${req.method}; use ${allowed.join(' or ')}.`);
+    if (allowed !== undefined) void reply.header('allow', allowed.join(', '));
     void reply.code(e.status).send(e.toBody());
   });
 
-  const completions = new CompletionsHandler({
-    backend,
-    config,
-    ids: deps.ids ?? randomIds,
-    flow: deps.flow ?? noFlowControl,
-    admission: deps.admission ?? admitAll,
-    obs: deps.obs ?? null,
-    trace: deps.trace ?? null,
+  const loaded = (): Backend => {
+    const backend = deps.backend();
+    if (backend === null) throw new ApiError('loading', 'The model is still loading; retry shortly.', { retryAfterS: config.retryAfterS });
+    return backend;
+  };
+  let completions: CompletionsHandler | null = null;
+  const handler = (): CompletionsHandler => {
+    const backend = loaded();
+    completions ??= new CompletionsHandler({
+      backend,
+      config,
+      ids: deps.ids ?? randomIds,
+      flow: deps.flow ?? noFlowControl,
+      admission: deps.admission ?? admitAll,
+      obs: deps.obs?.() ?? null,
+      trace: deps.trace ?? null,
+      active: deps.active,
+    });
+    return completions;
+  };
+  route('POST', '/v1/chat/completions', (req, reply) => handler().handle('chat', req, reply));
+  route('POST', '/v1/completions', (req, reply) => handler().handle('completion', req, reply));
+  route('GET', '/v1/models', () => {
+    const info = loaded().info;
+    return { object: 'list', data: [{ id: info.modelId, object: 'model', created: 0, owned_by: 'headroom', max_model_len: info.contextTokens }] };
   });
-  app.post('/v1/chat/completions', (req, reply) => completions.handle('chat', req, reply));
-  app.post('/v1/completions', (req, reply) => completions.handle('completion', req, reply));
-  app.get('/v1/models', () => ({
-    object: 'list',
-    data: [{ id: backend.info.modelId, object: 'model', created: 0, owned_by: 'headroom', max_model_len: backend.info.contextTokens }],
-  }));
-  app.get('/health', (_req, reply) => {
+  route('GET', '/health', (_req, reply) => {
+    const backend = deps.backend();
+    if (backend === null) return { status: 'ok', loading: true, draining: false, failure: null };
     const h = backend.health();
-    return reply.code(h.ok ? 200 : 503).send({ status: h.ok ? 'ok' : 'failed', draining: h.draining, failure: h.failure });
+    return reply.code(h.ok ? 200 : 503).send({ status: h.ok ? 'ok' : 'failed', loading: false, draining: h.draining, failure: h.failure });
   });
-  app.get('/ready', (_req, reply) => {
-    const h = backend.health();
-    const ready = lifecycle.warm && h.ok && !h.draining;
+  route('GET', '/ready', (_req, reply) => {
+    const backend = deps.backend();
+    const h = backend?.health() ?? null;
+    const draining = h?.draining ?? false;
+    const ready = h !== null && h.ok && lifecycle.warm && !draining;
     if (!ready) void reply.header('retry-after', String(config.retryAfterS));
-    return reply.code(ready ? 200 : 503).send({ ready, warm: lifecycle.warm, draining: h.draining });
+    return reply.code(ready ? 200 : 503).send({ ready, loading: backend === null, warm: lifecycle.warm, draining });
   });
-  app.get('/stats', () => ({
-    mode: backend.info.mode,
-    ...backend.stats(),
-    config,
-    ...deps.statsExtra?.(),
-  }));
-  const metrics = deps.obs?.metrics ?? null;
-  if (metrics !== null) {
-    app.get('/metrics', async (_req, reply) => reply.header('content-type', metrics.contentType).send(await metrics.text()));
+  route('GET', '/stats', () => {
+    const backend = deps.backend();
+    const connections = deps.connections.stats();
+    if (backend === null) return { loading: true, config, connections };
+    return { mode: backend.info.mode, ...backend.stats(), config, connections, ...deps.statsExtra?.() };
+  });
+  if (deps.obs !== undefined && deps.metrics !== false) {
+    const obs = deps.obs;
+    route('GET', '/metrics', async (_req, reply) => {
+      const metrics = obs()?.metrics ?? null;
+      if (metrics === null) throw new ApiError('loading', 'Metrics start once the model is loaded.', { retryAfterS: config.retryAfterS });
+      return reply.header('content-type', metrics.contentType).send(await metrics.text());
+    });
   }
   return app;
 }

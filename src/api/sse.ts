@@ -1,5 +1,8 @@
 // Server-sent events on a raw Node response: `data: <json>\n\n` frames, `data: [DONE]` at the end.
 // The writer never throws on a closed socket: a client that left just stops receiving.
+// It never sets a Connection header: node answers keep-alive or close from the request (a client
+// that sent `Connection: close`, or HTTP/1.0 without keep-alive, gets `close`); an explicit
+// `keep-alive` here used to override the client's `close`.
 
 import type { ServerResponse } from 'node:http';
 
@@ -14,7 +17,6 @@ export class SseWriter {
     this.#res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache',
-      connection: 'keep-alive',
       'x-accel-buffering': 'no',
       ...extraHeaders,
     });

@@ -18,10 +18,32 @@ export interface IncrementalDetokenizer {
   flush(): string;
 }
 
+/** A prompt's tokens, or why it cannot be encoded (an expected condition, not a bug). */
+export type EncodeResult =
+  | { readonly ok: true; readonly tokens: number[] }
+  /** `nul_in_template`: the chat template would not carry a message's NUL bytes exactly. */
+  | { readonly ok: false; readonly reason: 'nul_in_template'; readonly message: string };
+
 export interface Tokenizer {
   /** Token ids are in [0, vocabSize). */
   readonly vocabSize: number;
+  /**
+   * Most bytes of input text any one token stands for (the longest piece, special tokens by their
+   * text), so a text of B bytes has at least ⌈B / maxTokenBytes⌉ tokens; Infinity where no such
+   * bound holds. The API's pre-tokenization size checks rest on this (api/limits.ts).
+   */
+  readonly maxTokenBytes: number;
+  /** Fewest bytes the chat template adds per message besides its content (runner/template-probe.ts). */
+  readonly templateBytesPerMessage: number;
+  /** On the calling thread: small texts only (warm-up, tests). Requests use encodeText/encodeChat. */
   tokenize(text: string, addBos: boolean): number[];
+  /**
+   * Tokens of `text`, never blocking the event loop for long, in time linear in its length (the
+   * llama tokenizer works on a pool thread; the mock yields between slices).
+   */
+  encodeText(text: string, addBos: boolean): Promise<number[]>;
+  /** The chat template over the exact characters of every message (NUL included), then its tokens (BOS added). */
+  encodeChat(messages: readonly ChatMessage[]): Promise<EncodeResult>;
   /** The model's chat template applied to the messages, with the assistant turn opened. */
   applyChatTemplate(messages: readonly ChatMessage[]): string;
   detokenizer(): IncrementalDetokenizer;

@@ -67,7 +67,7 @@ test('with no outcomes yet the default controller explores (admits) rather than 
   const server = await startTestServer({ scheduler: { scheduler: 'continuous' }, admission: createAdmissionController({ mode: 'conformal', guarantee: 0.99, minOutcomes: 20 }) });
   try {
     for (let i = 0; i < 30; i++) {
-      const r = await post(server.url, 1);
+      const r = await post(server.url, 100);
       assert.equal(r.statusCode, 200, `request ${i}`);
       await r.body.json();
     }

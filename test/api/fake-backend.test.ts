@@ -5,7 +5,9 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import http from 'node:http';
 import { request } from 'undici';
+import { ActiveRequests } from '../../src/api/active-requests.ts';
 import { serverConfig } from '../../src/api/config.ts';
+import { ConnectionGuard } from '../../src/api/connections.ts';
 import { sequentialIds } from '../../src/api/ids.ts';
 import { buildServer } from '../../src/api/server.ts';
 import type { Backend, BackendHealth, GenerateResult, Generation, GenerationEvent, GenerationJob } from '../../src/backend/backend.ts';
@@ -90,7 +92,7 @@ class FakeBackend implements Backend {
 
 const backend = new FakeBackend();
 let url = '';
-const app = buildServer({ backend, config: serverConfig({ host: '127.0.0.1', port: 0 }), lifecycle: { warm: true }, ids: sequentialIds() });
+const app = buildServer({ backend: () => backend, config: serverConfig({ host: '127.0.0.1', port: 0 }), lifecycle: { warm: true }, active: new ActiveRequests(), connections: new ConnectionGuard({ maxConnections: 64, maxConnectionsPerAddress: 64 }), ids: sequentialIds() });
 before(async () => {
   url = await app.listen({ host: '127.0.0.1', port: 0 });
 });
@@ -171,7 +173,7 @@ test('/health and /ready read the backend', async () => {
   backend.health_ = { ok: false, draining: false, failure: 'boom' };
   const h = await request(`${url}/health`);
   assert.equal(h.statusCode, 503);
-  assert.deepEqual(await h.body.json(), { status: 'failed', draining: false, failure: 'boom' });
+  assert.deepEqual(await h.body.json(), { status: 'failed', loading: false, draining: false, failure: 'boom' });
   assert.equal((await request(`${url}/ready`)).statusCode, 503);
   backend.health_ = { ok: true, draining: false, failure: null };
   assert.equal((await request(`${url}/health`)).statusCode, 200);

@@ -75,7 +75,7 @@ const CASES: Case[] = [
   { name: 'non-numeric x-slo-ms', body: chat({}), headers: { 'x-slo-ms': 'soon' }, status: 400, code: 'invalid_value', param: 'x-slo-ms' },
   { name: 'zero x-slo-ms', body: chat({}), headers: { 'x-slo-ms': '0' }, status: 400, code: 'invalid_value', param: 'x-slo-ms' },
   { name: 'unknown route', path: '/v1/embeddings', body: chat({}), status: 404, code: 'route_not_found' },
-  { name: 'GET on a POST route', method: 'GET', status: 404, code: 'route_not_found' },
+  { name: 'GET on a POST route', method: 'GET', status: 405, code: 'method_not_allowed' },
 ];
 
 test(`a table of ${CASES.length} malformed or hostile requests each get the right 4xx and OpenAI error JSON`, async () => {

@@ -1,13 +1,21 @@
 // `headroom serve`: run the OpenAI-compatible server in engine mode.
+//
+// Order: parse flags → listen (a busy port fails here, in milliseconds) → load the model → warm up
+// → ready. A startup failure is one line on stderr and exit code 1; the exit codes are listed in
+// cli/startup-errors.ts, `serve --help` and the README. SIGTERM/SIGINT drains (exit 0, or 2 when
+// the drain deadline cuts requests); a second signal during the drain exits at once (3).
 
+import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import { serverConfig } from '../../api/config.ts';
 import { Headroom } from '../../app.ts';
 import type { SchedulerName } from '../../engine/scheduler/factory.ts';
 import { createRunner } from '../../engine/runner/factory.ts';
-import type { Runner } from '../../engine/runner/runner.ts';
+import { EXIT_CODES, StartupError, startupErrorLine } from '../startup-errors.ts';
+import type { AdmissionConfig } from '../../admission/factory.ts';
 import { fileSha256, machineIdentity } from '../../admission/provenance.ts';
+import { DEFAULT_MODEL_PATH } from '../../model/default-model.ts';
 
 interface ServeFlags {
   host: string;
@@ -15,11 +23,14 @@ interface ServeFlags {
   runner: 'llama' | 'mock';
   model?: string;
   threads: string;
-  ctx: string;
+  ctx?: string;
+  ctxBeyondTrained: boolean;
   parallel: string;
   batchTokens: string;
   scheduler: SchedulerName;
   sloMs: string;
+  minSloMs: string;
+  maxSloMs: string;
   maxQueued: string;
   maxOutputTokens: string;
   mockSpeed: string;
@@ -33,6 +44,13 @@ interface ServeFlags {
   cacheMaxFraction: string;
   otelEndpoint?: string;
   metrics: boolean;
+  drainTimeoutMs: string;
+  headersTimeoutMs: string;
+  requestTimeoutMs: string;
+  keepAliveTimeoutMs: string;
+  maxConnections: string;
+  maxConnectionsPerAddress: string;
+  bodyLimitBytes: string;
   exitOnEngineFailure: boolean;
   traceOut?: string;
   admission: 'conformal' | 'off';
@@ -42,32 +60,36 @@ interface ServeFlags {
   admissionAllowMismatch: boolean;
 }
 
-/** Exit status when the engine's step loop fails (a bug): a supervisor should restart the process. */
-export const EXIT_ENGINE_FAILURE = 70;
-
-/** What an admission artifact must have been fitted on to be trusted here. */
-async function runnerIdentity(runner: Runner): Promise<{ runner: string; modelSha256: string; machine: string }> {
-  const path = runner.info.details['modelPath'];
-  const modelSha256 = typeof path === 'string' ? await fileSha256(path) : `mock:${JSON.stringify(runner.info.details)}`;
-  return { runner: runner.info.name, modelSha256, machine: machineIdentity() };
-}
-
 const int = (name: string, v: string): number => {
   const n = Number(v);
-  if (!Number.isInteger(n)) throw new Error(`--${name}: expected an integer, got '${v}'`);
+  if (v.trim() === '' || !Number.isInteger(n)) throw new StartupError(`--${name}: expected an integer, got '${v}'`);
   return n;
 };
+
+const EXIT_HELP = `
+Exit codes:
+  ${EXIT_CODES.drained}  stopped cleanly: every in-flight request finished (drained)
+  ${EXIT_CODES.startupFailure}  could not start (bad flag, port in use, model missing or unreadable, --ctx above
+     the model's trained context, addon not built); the reason is one line on stderr
+  ${EXIT_CODES.drainDeadline}  the drain deadline (--drain-timeout-ms) passed: requests still running got an error
+  ${EXIT_CODES.forced}  a second SIGINT/SIGTERM during the drain: exited at once
+  ${EXIT_CODES.engineFailure} the engine's step loop failed (a bug): every request it held ended with engine_failure,
+     /health turned 503, the last step records are in the log (--no-exit-on-engine-failure: stay up)`;
 
 export function registerServeCommand(program: Command): void {
   program
     .command('serve', { isDefault: true })
     .description('serve the OpenAI API on a local model (engine mode)')
+    .showHelpAfterError(false)
+    .configureOutput({ outputError: (str, write) => write(`headroom: ${str.trimEnd()} (see headroom serve --help)\n`) })
+    .addHelpText('after', EXIT_HELP)
     .option('--host <host>', 'interface to listen on', '0.0.0.0')
     .option('--port <port>', 'port to listen on', '8000')
     .addOption(new Option('--runner <runner>', 'model runner').choices(['llama', 'mock']).default('llama'))
     .option('--model <file>', 'GGUF model to serve (default: the generated tiny model)')
     .option('--threads <n>', 'llama.cpp threads', '2')
-    .option('--ctx <cells>', 'KV cells in the unified pool', '8192')
+    .option('--ctx <cells>', "KV cells in the unified pool (default: the model's trained context, at most 8192; mock: 8192)")
+    .option('--ctx-beyond-trained', "allow --ctx above the model's trained context (GGUF llama.context_length)", false)
     .option('--parallel <n>', 'sequence ids (most requests running at once)', '16')
     .option('--batch-tokens <n>', 'most tokens in one forward pass', '512')
     .addOption(new Option('--scheduler <name>', 'scheduling policy').choices(['fifo', 'static', 'continuous']).default('continuous'))
@@ -80,8 +102,17 @@ export function registerServeCommand(program: Command): void {
     .option('--static-batch <n>', 'static scheduler: batch size', '8')
     .option('--static-wait-ms <ms>', 'static scheduler: longest wait to fill a batch', '50')
     .option('--slo-ms <ms>', 'default latency budget per request', '10000')
+    .option('--min-slo-ms <ms>', 'smallest x-slo-ms a client may ask for (below: 400 at once, never queued)', '100')
+    .option('--max-slo-ms <ms>', 'largest x-slo-ms a client may ask for (above: 400)', '3600000')
     .option('--max-queued <n>', 'most requests held in memory', '1024')
     .option('--max-output-tokens <n>', 'largest max_tokens accepted', '1024')
+    .option('--body-limit-bytes <n>', 'largest request body (413 above)', String(1 << 20))
+    .option('--drain-timeout-ms <ms>', 'drain deadline after SIGTERM/SIGINT: then running streams get an error event and [DONE], and the process exits', '60000')
+    .option('--headers-timeout-ms <ms>', 'longest time to receive request headers (408 and close)', '10000')
+    .option('--request-timeout-ms <ms>', 'longest time to receive a whole request, body included (408 and close)', '30000')
+    .option('--keep-alive-timeout-ms <ms>', 'idle keep-alive connections close after this', '5000')
+    .option('--max-connections <n>', 'most open connections (past it only /health and /ready answer); kept below the open-file limit', '1024')
+    .option('--max-connections-per-address <n>', 'most open connections from one client address', '256')
     .option('--mock-speed <x>', 'mock runner cost multiplier', '1')
     .option('--otel-endpoint <url>', 'export OpenTelemetry request spans to this OTLP/HTTP collector (off by default)')
     .option('--no-metrics', 'do not serve Prometheus metrics on /metrics')
@@ -91,64 +122,121 @@ export function registerServeCommand(program: Command): void {
     .option('--admission-artifact <file>', 'an offline E2E predictor (headroom admission train); default: an online baseline fitted from outcomes')
     .option('--admission-allow-mismatch', 'use an artifact fitted on another runner, model or machine (warns)', false)
     .option('--trace-out <file>', 'append one admission-trace JSON line per request (features as admission saw them, then the outcome)')
-    .option('--no-exit-on-engine-failure', `stay up with /health at 503 when the engine fails, instead of exiting with status ${EXIT_ENGINE_FAILURE}`)
+    .option('--no-exit-on-engine-failure', `stay up with /health at 503 when the engine fails, instead of exiting with status ${EXIT_CODES.engineFailure}`)
     .action(async (f: ServeFlags) => {
-      const runner = await createRunner({
-        runner: f.runner,
-        ...(f.model === undefined ? {} : { modelPath: f.model }),
-        threads: int('threads', f.threads),
-        contextTokens: int('ctx', f.ctx),
-        maxSequences: int('parallel', f.parallel),
-        maxBatchTokens: int('batch-tokens', f.batchTokens),
-        mockSpeed: Number(f.mockSpeed),
-      });
-      const headroom = new Headroom({
-        runner,
-        server: serverConfig({ host: f.host, port: int('port', f.port), sloMs: int('slo-ms', f.sloMs), maxOutputTokens: int('max-output-tokens', f.maxOutputTokens) }),
-        scheduler: {
-          scheduler: f.scheduler,
-          kv: f.kv,
-          prefixCache: f.kv === 'paged' && f.prefixCache === 'on',
-          blockSize: int('block-size', f.blockSize),
-          ...(f.prefillChunk === undefined ? {} : { prefillChunkTokens: int('prefill-chunk', f.prefillChunk) }),
-          priority: f.priority,
-          staticBatchSize: int('static-batch', f.staticBatch),
-          staticWaitMs: int('static-wait-ms', f.staticWaitMs),
-          cacheMaxFraction: Number(f.cacheMaxFraction),
-        },
-        maxQueuedRequests: int('max-queued', f.maxQueued),
-        obs: { metrics: f.metrics, ...(f.otelEndpoint === undefined ? {} : { otelEndpoint: f.otelEndpoint }) },
-        ...(f.traceOut === undefined ? {} : { traceOut: f.traceOut }),
-        admission: {
-          mode: f.admission,
-          guarantee: Number(f.admissionGuarantee),
-          calibration: f.admissionCalibration,
-          allowMismatch: f.admissionAllowMismatch,
-          ...(f.admissionArtifact === undefined ? {} : { artifactPath: f.admissionArtifact, expect: await runnerIdentity(runner) }),
-        },
-        onEngineFailure: (error) => {
-          // Every held request has already failed and the last step records are in the log.
-          if (!f.exitOnEngineFailure) {
-            console.error(`headroom: engine failed (${error.message}); /health answers 503 until the process is restarted`);
-            return;
-          }
-          console.error(`headroom: engine failed (${error.message}); exiting with status ${EXIT_ENGINE_FAILURE}`);
-          setTimeout(() => process.exit(EXIT_ENGINE_FAILURE), 100).unref();
-        },
-      });
-      const address = await headroom.start();
-      console.log(`headroom: serving ${runner.info.modelId} with the ${runner.info.name} runner and the ${f.scheduler} scheduler on ${address}`);
-      let draining = false;
-      const onSignal = (sig: string): void => {
-        if (draining) return;
-        draining = true;
-        console.log(`headroom: ${sig}: draining (no new requests; in-flight ones finish)`);
-        void headroom.drain().then((outcome) => {
-          console.log(`headroom: ${outcome === 'drained' ? 'drained' : 'drain timed out'}; exiting`);
-          process.exit(outcome === 'drained' ? 0 : 1);
-        });
-      };
-      process.on('SIGTERM', () => onSignal('SIGTERM'));
-      process.on('SIGINT', () => onSignal('SIGINT'));
+      const where = { host: f.host, port: Number(f.port) };
+      let headroom: Headroom;
+      try {
+        headroom = await build(f);
+        const address = await headroom.listen();
+        console.log(`headroom: listening at ${address}; loading the model`);
+        onSignals(headroom);
+        await headroom.load();
+        const info = headroom.engine.runner.info;
+        console.log(`headroom: serving ${info.modelId} with the ${info.name} runner and the ${f.scheduler} scheduler on ${address}`);
+      } catch (err) {
+        console.error(`headroom: error: ${startupErrorLine(err, where)}`);
+        process.exit(EXIT_CODES.startupFailure);
+      }
     });
+}
+
+async function build(f: ServeFlags): Promise<Headroom> {
+  const server = serverConfig({
+    host: f.host,
+    port: int('port', f.port),
+    sloMs: int('slo-ms', f.sloMs),
+    minSloMs: int('min-slo-ms', f.minSloMs),
+    maxSloMs: int('max-slo-ms', f.maxSloMs),
+    maxOutputTokens: int('max-output-tokens', f.maxOutputTokens),
+    bodyLimitBytes: int('body-limit-bytes', f.bodyLimitBytes),
+    drainTimeoutMs: int('drain-timeout-ms', f.drainTimeoutMs),
+    headersTimeoutMs: int('headers-timeout-ms', f.headersTimeoutMs),
+    requestTimeoutMs: int('request-timeout-ms', f.requestTimeoutMs),
+    keepAliveTimeoutMs: int('keep-alive-timeout-ms', f.keepAliveTimeoutMs),
+    maxConnections: int('max-connections', f.maxConnections),
+    maxConnectionsPerAddress: int('max-connections-per-address', f.maxConnectionsPerAddress),
+  });
+  if (f.model !== undefined && !existsSync(f.model)) throw new StartupError(`model file not found: ${f.model}`);
+  const runnerConfig = {
+    runner: f.runner,
+    ...(f.model === undefined ? {} : { modelPath: f.model }),
+    threads: int('threads', f.threads),
+    ...(f.ctx === undefined ? {} : { contextTokens: int('ctx', f.ctx) }),
+    contextBeyondTrained: f.ctxBeyondTrained,
+    maxSequences: int('parallel', f.parallel),
+    maxBatchTokens: int('batch-tokens', f.batchTokens),
+    mockSpeed: Number(f.mockSpeed),
+  };
+  return new Headroom({
+    runner: async () => {
+      try {
+        return await createRunner(runnerConfig);
+      } catch (err) {
+        const e = err as Error & { code?: string };
+        if (e.code === 'context_beyond_trained') throw new StartupError(`--ctx: ${e.message}; pass --ctx-beyond-trained to use it anyway`, { cause: err });
+        throw err;
+      }
+    },
+    server,
+    scheduler: {
+      scheduler: f.scheduler,
+      kv: f.kv,
+      prefixCache: f.kv === 'paged' && f.prefixCache === 'on',
+      blockSize: int('block-size', f.blockSize),
+      ...(f.prefillChunk === undefined ? {} : { prefillChunkTokens: int('prefill-chunk', f.prefillChunk) }),
+      priority: f.priority,
+      staticBatchSize: int('static-batch', f.staticBatch),
+      staticWaitMs: int('static-wait-ms', f.staticWaitMs),
+      cacheMaxFraction: Number(f.cacheMaxFraction),
+    },
+    maxQueuedRequests: int('max-queued', f.maxQueued),
+    obs: { metrics: f.metrics, ...(f.otelEndpoint === undefined ? {} : { otelEndpoint: f.otelEndpoint }) },
+    ...(f.traceOut === undefined ? {} : { traceOut: f.traceOut }),
+    admission: await admissionConfig(f),
+    onEngineFailure: (error) => {
+      // Every held request has already failed and the last step records are in the log.
+      if (!f.exitOnEngineFailure) {
+        console.error(`headroom: engine failed (${error.message}); /health answers 503 until the process is restarted`);
+        return;
+      }
+      console.error(`headroom: engine failed (${error.message}); exiting with status ${EXIT_CODES.engineFailure}`);
+      setTimeout(() => process.exit(EXIT_CODES.engineFailure), 100).unref();
+    },
+  });
+}
+
+async function admissionConfig(f: ServeFlags): Promise<AdmissionConfig> {
+  const guarantee = Number(f.admissionGuarantee);
+  if (!(guarantee > 0 && guarantee < 1)) throw new StartupError(`--admission-guarantee: expected a number in (0, 1), got '${f.admissionGuarantee}'`);
+  const base: AdmissionConfig = { mode: f.admission, guarantee, calibration: f.admissionCalibration, allowMismatch: f.admissionAllowMismatch };
+  if (f.admissionArtifact === undefined) return base;
+  if (!existsSync(f.admissionArtifact)) throw new StartupError(`admission artifact not found: ${f.admissionArtifact}`);
+  // What the artifact must have been fitted on: this runner, this model file, this machine.
+  const modelPath = f.runner === 'mock' ? null : (f.model ?? DEFAULT_MODEL_PATH);
+  const modelSha256 = modelPath === null ? 'mock' : existsSync(modelPath) ? await fileSha256(modelPath) : 'unknown';
+  return { ...base, artifactPath: f.admissionArtifact, expect: { runner: f.runner, modelSha256, machine: machineIdentity() } };
+}
+
+/** First signal: drain (or exit, if the model is still loading). Second: exit at once. */
+function onSignals(headroom: Headroom): void {
+  let draining = false;
+  const onSignal = (sig: string): void => {
+    if (draining) {
+      console.log(`headroom: ${sig} again during the drain: exiting now`);
+      process.exit(EXIT_CODES.forced);
+    }
+    draining = true;
+    if (!headroom.loaded) {
+      console.log(`headroom: ${sig} while loading the model: exiting`);
+      process.exit(EXIT_CODES.drained);
+    }
+    console.log(`headroom: ${sig}: draining (no new requests; in-flight ones finish); a second signal exits at once`);
+    void headroom.drain().then((outcome) => {
+      console.log(`headroom: ${outcome === 'drained' ? 'drained' : 'drain deadline passed; running requests were ended with an error'}; exiting`);
+      process.exit(outcome === 'drained' ? EXIT_CODES.drained : EXIT_CODES.drainDeadline);
+    });
+  };
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
 }

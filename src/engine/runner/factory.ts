@@ -9,7 +9,10 @@ export interface RunnerConfig {
   /** GGUF file; default: the generated tiny model. */
   readonly modelPath?: string;
   readonly threads: number;
-  readonly contextTokens: number;
+  /** KV cells; undefined: the model's trained context (llama, at most 8192) or 8192 (mock). */
+  readonly contextTokens?: number;
+  /** llama: allow contextTokens above the model's trained context. */
+  readonly contextBeyondTrained?: boolean;
   readonly maxSequences: number;
   readonly maxBatchTokens: number;
   readonly mockSpeed: number;
@@ -18,12 +21,19 @@ export interface RunnerConfig {
 export async function createRunner(c: RunnerConfig): Promise<Runner> {
   if (c.runner === 'mock') {
     return Promise.resolve(
-      new MockRunner({ contextTokens: c.contextTokens, maxSequences: c.maxSequences, maxBatchTokens: c.maxBatchTokens, cost: { speed: c.mockSpeed } }),
+      new MockRunner({ contextTokens: c.contextTokens ?? 8192, maxSequences: c.maxSequences, maxBatchTokens: c.maxBatchTokens, cost: { speed: c.mockSpeed } }),
     );
   }
   // Loaded on demand: the mock path never touches the native addon.
   const { LlamaRunner } = await import('./llama/llama-runner.ts');
   const { ensureDefaultModel } = await import('../../model/default-model.ts');
   const modelPath = c.modelPath ?? (await ensureDefaultModel());
-  return new LlamaRunner({ modelPath, threads: c.threads, contextTokens: c.contextTokens, maxSequences: c.maxSequences, maxBatchTokens: c.maxBatchTokens });
+  return new LlamaRunner({
+    modelPath,
+    threads: c.threads,
+    ...(c.contextTokens === undefined ? {} : { contextTokens: c.contextTokens }),
+    contextBeyondTrained: c.contextBeyondTrained === true,
+    maxSequences: c.maxSequences,
+    maxBatchTokens: c.maxBatchTokens,
+  });
 }

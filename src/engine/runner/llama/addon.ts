@@ -26,6 +26,8 @@ export interface AddonContextOptions {
   readonly threadsBatch: number;
   /** Pass every llama.cpp log line through (default: warnings and errors only). */
   readonly verbose: boolean;
+  /** Accept nCtx above the model's trained context; otherwise the constructor throws an error with code 'context_beyond_trained'. */
+  readonly allowBeyondTrained?: boolean;
 }
 
 /** What one native decode resolved with. Times are C++-side, in microseconds. */
@@ -57,6 +59,19 @@ export interface AddonContextInfo {
   readonly addBos: boolean;
   readonly threads: number;
   readonly threadsBatch: number;
+  /** Most bytes of input text one token stands for (longest rendered piece, special tokens included); 0 = no such bound (see fast_tokenizer.h). */
+  readonly maxTokenBytes: number;
+  /** The linear tokenizer (native/src/fast_tokenizer.h) is in use; false: llama_tokenize for everything. */
+  readonly fastTokenizer: boolean;
+}
+
+/** What a tokenization off the JS thread resolved with. */
+export interface AddonTokenizeResult {
+  /** 0 ok; 1 chat template not recognised; 2 NUL bytes could not be carried through the template. */
+  readonly status: number;
+  readonly tokens: Int32Array;
+  /** Wall time of the worker body (templating + tokenizing), µs. */
+  readonly workerUs: number;
 }
 
 /** The native object: one model + one context (see native/src/context.h for its invariants). */
@@ -72,7 +87,12 @@ export interface AddonContext {
   /** Largest position held for `seq`, -1 if none. */
   seqPosMax(seq: number): number;
   memoryClear(): void;
-  tokenize(text: string, addSpecial: boolean, parseSpecial: boolean): Int32Array;
+  /** On the calling thread; `viaLlama` bypasses the linear tokenizer (tests compare the two). */
+  tokenize(text: string, addSpecial: boolean, parseSpecial: boolean, viaLlama?: boolean): Int32Array;
+  /** Special tokens parsed; runs on the libuv pool. */
+  tokenizeAsync(text: string | Buffer, addSpecial: boolean): Promise<AddonTokenizeResult>;
+  /** Chat template over the exact bytes of every message, then tokenized; runs on the libuv pool. */
+  chatTokenizeAsync(messages: readonly { role: string; content: string | Buffer }[], template: string, addSpecial: boolean): Promise<AddonTokenizeResult>;
   /** The raw bytes a token stands for (a byte-fallback token gives one byte; control tokens give none). */
   tokenPiece(token: number): Buffer;
   isEog(token: number): boolean;
@@ -117,8 +137,8 @@ export function loadLlamaAddon(path: string = DEFAULT_ADDON_PATH): LlamaAddon {
       cause: err,
     });
   }
-  if (addon.abiVersion !== 1 || typeof addon.HeadroomLlama !== 'function') {
-    throw new AddonNotBuiltError(`The llama.cpp addon at ${path} is stale (abiVersion ${addon.abiVersion}, expected 1). ${HOW_TO_BUILD}`);
+  if (addon.abiVersion !== 2 || typeof addon.HeadroomLlama !== 'function') {
+    throw new AddonNotBuiltError(`The llama.cpp addon at ${path} is stale (abiVersion ${addon.abiVersion}, expected 2). ${HOW_TO_BUILD}`);
   }
   loaded.set(path, addon);
   return addon;

@@ -7,11 +7,13 @@
 // - A batch llama.cpp refuses (no KV slot) resolves as { ok: false, reason: 'no_kv_slot' } and
 //   leaves the KV state as it was (llama_decode restores it); it never throws.
 // - Threads are always explicit (default 2): llama.cpp's own default oversubscribes small machines.
+// - Prompts are templated and tokenized on libuv's pool by its tokenizer (llama-tokenizer.ts);
+//   close() waits for those in flight.
 import { basename } from 'node:path';
 import type { Runner, RunnerInfo } from '../runner.ts';
 import type { RunnerPlan, StepResult } from '../../plan.ts';
 import { loadLlamaAddon, llamaBinsDir } from './addon.ts';
-import type { AddonContext, AddonDecodeResult } from './addon.ts';
+import type { AddonContext, AddonContextOptions, AddonDecodeResult, LlamaAddon } from './addon.ts';
 import { LlamaTokenizer } from './llama-tokenizer.ts';
 
 export interface LlamaRunnerOptions {
@@ -21,6 +23,8 @@ export interface LlamaRunnerOptions {
   readonly modelId?: string;
   /** KV cells in the unified pool (default: the model's trained context, at most 8192). */
   readonly contextTokens?: number;
+  /** Allow contextTokens above the model's trained context (GGUF llama.context_length); default false: refused. */
+  readonly contextBeyondTrained?: boolean;
   /** Sequence ids 0..maxSequences-1 (default 32, at most 256). */
   readonly maxSequences?: number;
   /** Largest forward pass in tokens: llama.cpp's n_batch (default 512). */
@@ -48,6 +52,29 @@ export interface StepTiming {
   readonly executeMs: number;
 }
 
+/** The context asked for is longer than the model was trained on (its positions past that are untrained). */
+export class ContextBeyondTrainedError extends Error {
+  readonly code = 'context_beyond_trained';
+  constructor(
+    readonly contextTokens: number,
+    readonly trainedTokens: number,
+    options?: ErrorOptions,
+  ) {
+    super(`a context of ${contextTokens} tokens is longer than the model's trained context of ${trainedTokens} (GGUF llama.context_length)`, options);
+    this.name = 'ContextBeyondTrainedError';
+  }
+}
+
+function openContext(addon: LlamaAddon, options: AddonContextOptions): AddonContext {
+  try {
+    return new addon.HeadroomLlama(options);
+  } catch (err) {
+    const e = err as { code?: unknown; trainedTokens?: unknown };
+    if (e.code === 'context_beyond_trained') throw new ContextBeyondTrainedError(options.nCtx, Number(e.trainedTokens), { cause: err });
+    throw err;
+  }
+}
+
 function positiveInt(name: string, value: number | undefined, dflt: number, max = Number.MAX_SAFE_INTEGER): number {
   const v = value ?? dflt;
   if (!Number.isInteger(v) || v < 1 || v > max) throw new Error(`${name}: expected an integer in 1..${max}, got ${v}`);
@@ -69,7 +96,7 @@ export class LlamaRunner implements Runner {
     const maxSequences = positiveInt('maxSequences', opts.maxSequences, 32, 256);
     const contextTokens = opts.contextTokens === undefined ? 0 : positiveInt('contextTokens', opts.contextTokens, 0);
     const addon = loadLlamaAddon(opts.addonPath);
-    this.#ctx = new addon.HeadroomLlama({
+    this.#ctx = openContext(addon, {
       modelPath: opts.modelPath,
       binsDir: llamaBinsDir(),
       nCtx: contextTokens,
@@ -80,9 +107,10 @@ export class LlamaRunner implements Runner {
       threads,
       threadsBatch: threads,
       verbose: opts.verbose ?? false,
+      allowBeyondTrained: opts.contextBeyondTrained === true,
     });
     const ci = this.#ctx.info();
-    this.tokenizer = new LlamaTokenizer(this.#ctx, ci.nVocab);
+    this.tokenizer = new LlamaTokenizer(this.#ctx, ci.nVocab, ci.maxTokenBytes === 0 ? Infinity : ci.maxTokenBytes);
     this.info = {
       name: 'llama',
       modelId: opts.modelId ?? basename(opts.modelPath).replace(/\.gguf$/i, ''),
@@ -91,6 +119,7 @@ export class LlamaRunner implements Runner {
       vocabSize: ci.nVocab,
       maxBatchTokens: ci.nBatch,
       details: {
+        fastTokenizer: ci.fastTokenizer,
         modelPath: opts.modelPath,
         description: ci.description,
         numParams: ci.numParams,
@@ -174,6 +203,7 @@ export class LlamaRunner implements Runner {
     if (this.#closed) return;
     this.#closed = true;
     if (this.#inflight !== null) await this.#inflight.catch(() => undefined);
+    await this.tokenizer.settled();
     this.#ctx.close();
   }
 }

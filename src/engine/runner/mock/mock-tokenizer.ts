@@ -5,7 +5,8 @@
 // become several byte tokens: the detokenizer must reassemble them (as with a real model).
 
 import { ByteDetokenizer } from '../byte-detokenizer.ts';
-import type { ChatMessage, IncrementalDetokenizer, Tokenizer } from '../../tokenizer.ts';
+import type { ChatMessage, EncodeResult, IncrementalDetokenizer, Tokenizer } from '../../tokenizer.ts';
+import { templateBytesPerMessage } from '../template-probe.ts';
 
 export const UNK_ID = 0;
 export const BOS_ID = 1;
@@ -27,8 +28,7 @@ const PIECES: readonly string[] = [
   '.', ',', '!', '?', '\n', ' ', 'é', ' café', 'über', ' naïve', '日本', '語', ' 東京',
 ];
 const PIECE_BYTES = PIECES.map((p) => Buffer.from(p, 'utf8'));
-const MAX_PIECE_BYTES = Math.max(...PIECE_BYTES.map((b) => b.length));
-const PIECE_BY_KEY = new Map<string, number>(PIECE_BYTES.map((b, i) => [b.toString('latin1'), WORD_BASE + i]));
+export const MAX_PIECE_BYTES = Math.max(...PIECE_BYTES.map((b) => b.length));
 
 export const MOCK_VOCAB_SIZE = WORD_BASE + PIECES.length;
 /** Tokens the mock generator samples from: every word piece plus the bytes of an emoji (split across tokens on purpose). */
@@ -37,25 +37,67 @@ export const MOCK_GENERATION_POOL: readonly number[] = [
 ];
 export const EMOJI_BYTE_TOKENS: readonly number[] = [...Buffer.from('🙂', 'utf8')].map((b) => BYTE_BASE + b);
 
+// A byte trie over the pieces: node n's child for byte b is CHILD[n * 256 + b] (0 = none; the root
+// is node 0 and never a child), TOKEN_AT[n] the piece ending at n (-1 = none). Longest match is one
+// walk from each position, so encoding is linear in the input with a small constant.
+const { CHILD, TOKEN_AT } = (() => {
+  const child: number[] = new Array<number>(256).fill(0);
+  const tokenAt: number[] = [-1];
+  PIECE_BYTES.forEach((bytes, i) => {
+    let node = 0;
+    for (const b of bytes) {
+      let next = child[node * 256 + b]!;
+      if (next === 0) {
+        next = tokenAt.length;
+        tokenAt.push(-1);
+        for (let k = 0; k < 256; k++) child.push(0);
+        child[node * 256 + b] = next;
+      }
+      node = next;
+    }
+    tokenAt[node] = WORD_BASE + i;
+  });
+  return { CHILD: Int32Array.from(child), TOKEN_AT: Int32Array.from(tokenAt) };
+})();
+
+/** Greedy longest match from `i`; appends one token and returns the next position. */
+function step(bytes: Uint8Array, i: number, out: number[]): number {
+  let node = 0;
+  let bestLen = 0;
+  let best = -1;
+  for (let j = i; j < bytes.length && j - i < MAX_PIECE_BYTES; j++) {
+    node = CHILD[node * 256 + bytes[j]!]!;
+    if (node === 0) break;
+    const t = TOKEN_AT[node]!;
+    if (t >= 0) {
+      best = t;
+      bestLen = j - i + 1;
+    }
+  }
+  if (best < 0) {
+    out.push(BYTE_BASE + bytes[i]!);
+    return i + 1;
+  }
+  out.push(best);
+  return i + bestLen;
+}
+
 export function encode(text: string, addBos: boolean): number[] {
+  const bytes = Buffer.from(text, 'utf8');
+  const out: number[] = addBos ? [BOS_ID] : [];
+  for (let i = 0; i < bytes.length; ) i = step(bytes, i, out);
+  return out;
+}
+
+/** encode(), yielding to the event loop every `sliceBytes` bytes so a long prompt never stalls it. */
+export async function encodeAsync(text: string, addBos: boolean, sliceBytes = 16 * 1024): Promise<number[]> {
   const bytes = Buffer.from(text, 'utf8');
   const out: number[] = addBos ? [BOS_ID] : [];
   let i = 0;
   while (i < bytes.length) {
-    let matched = 0;
-    for (let len = Math.min(MAX_PIECE_BYTES, bytes.length - i); len > 0; len--) {
-      const id = PIECE_BY_KEY.get(bytes.toString('latin1', i, i + len));
-      if (id !== undefined) {
-        out.push(id);
-        matched = len;
-        break;
-      }
-    }
-    if (matched === 0) {
-      out.push(BYTE_BASE + bytes[i]!);
-      matched = 1;
-    }
-    i += matched;
+    const end = i + sliceBytes;
+    while (i < bytes.length && i < end) i = step(bytes, i, out);
+    if (i < bytes.length) await new Promise<void>((r) => setImmediate(r));
   }
   return out;
 }
@@ -70,9 +112,19 @@ export function tokenBytes(token: number): Uint8Array {
 /** The mock vocabulary as a Tokenizer, with a ChatML-shaped template. */
 export class MockTokenizer implements Tokenizer {
   readonly vocabSize = MOCK_VOCAB_SIZE;
+  readonly maxTokenBytes = MAX_PIECE_BYTES;
+  readonly templateBytesPerMessage = templateBytesPerMessage((m) => this.applyChatTemplate(m));
 
   tokenize(text: string, addBos: boolean): number[] {
     return encode(text, addBos);
+  }
+
+  encodeText(text: string, addBos: boolean): Promise<number[]> {
+    return encodeAsync(text, addBos);
+  }
+
+  async encodeChat(messages: readonly ChatMessage[]): Promise<EncodeResult> {
+    return { ok: true, tokens: await encodeAsync(this.applyChatTemplate(messages), true) };
   }
 
   detokenizer(): IncrementalDetokenizer {

@@ -1,0 +1,121 @@
+// Bounds on client connections, so no client, and no crowd, can hold the server open or run the
+// process out of file descriptors (measured before: ~1,000 idle sockets under a 1,024 fd limit
+// made every new client, /health included, get a connection reset).
+//
+//   open < soft            served normally
+//   soft ≤ open < hard     "overflow": /health and /ready are answered (probes keep working),
+//                          anything else gets 503 too_many_connections and the connection closes;
+//                          an overflow socket idle for OVERFLOW_IDLE_MS is closed
+//   open ≥ hard            the oldest overflow socket is closed to make room, so a new probe is
+//                          still answered while a flood goes on (the flood only evicts itself)
+//
+// soft = maxConnections (also per client address: maxConnectionsPerAddress), hard = soft +
+// reserve, and both are lowered to stay FD_MARGIN descriptors below the process's open-file
+// limit (RLIMIT_NOFILE, read from /proc/self/limits), which the model, logs and pipes also use.
+// Counts are O(1) per connection: one counter and one map entry per address.
+import type { Server } from 'node:http';
+import { readFileSync } from 'node:fs';
+import type { Socket } from 'node:net';
+import { ApiError } from './errors.ts';
+
+/** Descriptors left to the rest of the process below its open-file limit. */
+const FD_MARGIN = 64;
+/** Overflow connections allowed past the soft bound, for probes and for clear refusals. */
+const OVERFLOW_RESERVE = 64;
+const OVERFLOW_IDLE_MS = 1000;
+
+export interface ConnectionLimits {
+  readonly maxConnections: number;
+  readonly maxConnectionsPerAddress: number;
+  /** The process's open-file limit; default: read from /proc/self/limits (Infinity if unknown). */
+  readonly fdLimit?: number;
+}
+
+export interface ConnectionStats {
+  readonly numOpen: number;
+  readonly softLimit: number;
+  readonly hardLimit: number;
+  /** Connections that got only probes or a 503. */
+  readonly numOverflow: number;
+  /** Overflow connections closed to make room for newer ones past the hard bound. */
+  readonly numEvicted: number;
+}
+
+export class ConnectionGuard {
+  readonly #soft: number;
+  readonly #hard: number;
+  readonly #perAddress: number;
+  readonly #byAddress = new Map<string, number>();
+  /** Overflow sockets, oldest first (a Set keeps insertion order): eviction is O(1). */
+  readonly #overflow = new Set<Socket>();
+  #numOpen = 0;
+  #numOverflow = 0;
+  #numEvicted = 0;
+
+  constructor(limits: ConnectionLimits) {
+    for (const k of ['maxConnections', 'maxConnectionsPerAddress'] as const) {
+      if (!Number.isInteger(limits[k]) || limits[k] < 1) throw new Error(`ConnectionGuard: expected ${k} to be a positive integer, got ${limits[k]}`);
+    }
+    const fdLimit = limits.fdLimit ?? readFdLimit();
+    this.#hard = Math.max(2, Math.min(limits.maxConnections + OVERFLOW_RESERVE, fdLimit - FD_MARGIN));
+    this.#soft = Math.max(1, Math.min(limits.maxConnections, this.#hard - Math.min(OVERFLOW_RESERVE, Math.floor(this.#hard / 2))));
+    this.#perAddress = Math.min(limits.maxConnectionsPerAddress, this.#soft);
+  }
+
+  attach(server: Server): void {
+    server.on('connection', (socket: Socket) => this.#onConnection(socket));
+  }
+
+  /** This socket may only ask /health or /ready; everything else is refused (refusal()). */
+  isOverflow(socket: Socket): boolean {
+    return this.#overflow.has(socket);
+  }
+
+  refusal(retryAfterS: number): ApiError {
+    return new ApiError('too_many_connections', 'The server holds as many connections as it accepts (in total or from this address); retry shortly.', { retryAfterS });
+  }
+
+  stats(): ConnectionStats {
+    return { numOpen: this.#numOpen, softLimit: this.#soft, hardLimit: this.#hard, numOverflow: this.#numOverflow, numEvicted: this.#numEvicted };
+  }
+
+  #onConnection(socket: Socket): void {
+    if (this.#numOpen >= this.#hard) {
+      const oldest = this.#overflow.values().next();
+      this.#numEvicted++;
+      if (oldest.done === true) {
+        // Evicted sockets whose 'close' has not run yet still count: refuse this one instead.
+        socket.destroy();
+        return;
+      }
+      this.#overflow.delete(oldest.value);
+      oldest.value.destroy();
+    }
+    const address = socket.remoteAddress ?? '?';
+    const fromAddress = this.#byAddress.get(address) ?? 0;
+    this.#numOpen++;
+    this.#byAddress.set(address, fromAddress + 1);
+    socket.once('close', () => {
+      this.#overflow.delete(socket);
+      this.#numOpen--;
+      const n = (this.#byAddress.get(address) ?? 1) - 1;
+      if (n === 0) this.#byAddress.delete(address);
+      else this.#byAddress.set(address, n);
+    });
+    if (this.#numOpen > this.#soft || fromAddress >= this.#perAddress) {
+      this.#numOverflow++;
+      this.#overflow.add(socket);
+      socket.setTimeout(OVERFLOW_IDLE_MS, () => socket.destroy());
+    }
+  }
+}
+
+/** The soft RLIMIT_NOFILE of this process, or Infinity where it cannot be read. */
+export function readFdLimit(): number {
+  try {
+    const m = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+    return m === null || m[1] === 'unlimited' ? Infinity : Number(m[1]);
+  } catch {
+    return Infinity;
+  }
+}

@@ -1,0 +1,161 @@
+// No client holds the server open: slow and silent bodies, silent connections and idle keep-alive
+// sockets are closed at their timeouts (the request ones with a 408 in the OpenAI shape), and a
+// flood of connections past the bound is refused while /health keeps answering.
+import assert from 'node:assert/strict';
+import { connect } from 'node:net';
+import type { Socket } from 'node:net';
+import { after, before, test } from 'node:test';
+import { request } from 'undici';
+import type { TestServer } from '../helpers/headroom.ts';
+import { startTestServer } from '../helpers/headroom.ts';
+
+const HEADERS_TIMEOUT_MS = 600;
+const REQUEST_TIMEOUT_MS = 1200;
+const KEEP_ALIVE_MS = 500;
+/** Generous: node checks the header and request timeouts on an interval, and the machine is shared. */
+const SLACK_MS = 1500;
+
+let server: TestServer;
+let port: number;
+
+before(async () => {
+  server = await startTestServer({ server: { headersTimeoutMs: HEADERS_TIMEOUT_MS, requestTimeoutMs: REQUEST_TIMEOUT_MS, keepAliveTimeoutMs: KEEP_ALIVE_MS, maxConnections: 40, maxConnectionsPerAddress: 40 } });
+  port = Number(new URL(server.url).port);
+});
+after(() => server.close());
+
+interface Closed {
+  readonly afterMs: number;
+  readonly received: string;
+}
+
+/** Opens a raw socket, runs `drive` on it, and resolves when the server closes it. */
+function rawSocket(drive: (s: Socket) => void): Promise<Closed> {
+  return new Promise((resolve, reject) => {
+    const s = connect(port, '127.0.0.1');
+    let received = '';
+    const t0 = performance.now();
+    s.on('data', (b) => (received += b.toString('latin1')));
+    s.on('error', () => undefined);
+    s.on('close', () => resolve({ afterMs: performance.now() - t0, received }));
+    s.on('connect', () => drive(s));
+    setTimeout(() => {
+      s.destroy();
+      reject(new Error(`the server held the socket for 30 s; received ${JSON.stringify(received.slice(0, 200))}`));
+    }, 30_000).unref();
+  });
+}
+
+function assertOpenAi408(c: Closed, name: string): void {
+  assert.match(c.received, /^HTTP\/1\.1 408 /, `${name}: ${c.received.slice(0, 200)}`);
+  const body = JSON.parse(c.received.slice(c.received.indexOf('\r\n\r\n') + 4)) as { error: { code: string; type: string } };
+  assert.equal(body.error.code, 'request_timeout');
+  assert.equal(body.error.type, 'invalid_request_error');
+}
+
+const HEAD = 'POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n';
+
+test('a slow body (one byte every 100 ms) is answered 408 and closed at the request timeout', async () => {
+  let timer: NodeJS.Timeout | undefined;
+  const c = await rawSocket((s) => {
+    s.write(HEAD);
+    timer = setInterval(() => s.writable && s.write('{'), 100);
+  });
+  clearInterval(timer);
+  assertOpenAi408(c, 'slow body');
+  assert.ok(c.afterMs >= REQUEST_TIMEOUT_MS - 50 && c.afterMs < REQUEST_TIMEOUT_MS + SLACK_MS, `closed after ${c.afterMs.toFixed(0)} ms`);
+});
+
+test('a silent body (headers, then nothing) is answered 408 and closed at the request timeout', async () => {
+  const c = await rawSocket((s) => s.write(HEAD));
+  assertOpenAi408(c, 'silent body');
+  assert.ok(c.afterMs >= REQUEST_TIMEOUT_MS - 50 && c.afterMs < REQUEST_TIMEOUT_MS + SLACK_MS, `closed after ${c.afterMs.toFixed(0)} ms`);
+});
+
+test('slow headers are answered 408 and closed at the header timeout', async () => {
+  let timer: NodeJS.Timeout | undefined;
+  const c = await rawSocket((s) => {
+    s.write('GET /health HTTP/1.1\r\n');
+    timer = setInterval(() => s.writable && s.write('X-A: b\r\n'), 100);
+  });
+  clearInterval(timer);
+  assertOpenAi408(c, 'slow headers');
+  assert.ok(c.afterMs >= HEADERS_TIMEOUT_MS - 50 && c.afterMs < HEADERS_TIMEOUT_MS + SLACK_MS, `closed after ${c.afterMs.toFixed(0)} ms`);
+});
+
+test('a connection that never sends a byte is closed at the header timeout', async () => {
+  const c = await rawSocket(() => undefined);
+  assert.ok(c.afterMs < HEADERS_TIMEOUT_MS + SLACK_MS, `closed after ${c.afterMs.toFixed(0)} ms`);
+});
+
+test('an idle keep-alive connection is closed at the keep-alive timeout', async () => {
+  const c = await rawSocket((s) => s.write('GET /health HTTP/1.1\r\nHost: x\r\n\r\n'));
+  assert.match(c.received, /^HTTP\/1\.1 200 /);
+  assert.ok(c.afterMs >= KEEP_ALIVE_MS - 50 && c.afterMs < KEEP_ALIVE_MS + SLACK_MS, `closed after ${c.afterMs.toFixed(0)} ms`);
+});
+
+test('a flood of connections past the bound is refused with 503 while /health answers', async () => {
+  const stats = server.headroom.connections.stats();
+  // Fill every normal slot with sockets that hold (headers started, never finished).
+  const holders: Socket[] = [];
+  const connected: Promise<void>[] = [];
+  for (let i = 0; i < stats.softLimit; i++) {
+    const s = connect(port, '127.0.0.1');
+    s.on('error', () => undefined);
+    connected.push(new Promise((resolve) => s.on('connect', () => {
+      s.write('POST /v1/completions HTTP/1.1\r\n');
+      resolve();
+    })));
+    holders.push(s);
+  }
+  try {
+    await Promise.all(connected);
+    await new Promise((r) => setTimeout(r, 50)); // the server has accepted them all
+    // Past the bound: work is refused at once, probes are answered.
+    for (let i = 0; i < 5; i++) {
+      const c = await rawSocket((s) => s.write('POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}'));
+      assert.match(c.received, /^HTTP\/1\.1 503 /, c.received.slice(0, 200));
+      assert.match(c.received, /"code":"too_many_connections"/);
+      assert.ok(c.afterMs < 1000, `refusal took ${c.afterMs.toFixed(0)} ms`);
+    }
+    const t0 = performance.now();
+    const h = await request(`${server.url}/health`);
+    assert.equal(h.statusCode, 200);
+    await h.body.dump();
+    assert.ok(performance.now() - t0 < 1000, '/health answered slowly during the flood');
+  } finally {
+    for (const s of holders) s.destroy();
+  }
+  // Once the flood is gone, work is served again.
+  for (let i = 0; i < 200 && server.headroom.connections.stats().numOpen > 2; i++) await new Promise((r) => setTimeout(r, 5));
+  const ok = await request(`${server.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'headroom-mock', prompt: 'hi', max_tokens: 2 }) });
+  assert.equal(ok.statusCode, 200);
+  await ok.body.dump();
+});
+
+test('one address past its own bound is refused with 503 while the total bound has room', async () => {
+  const perAddress = await startTestServer({ server: { maxConnections: 40, maxConnectionsPerAddress: 4 } });
+  const p = Number(new URL(perAddress.url).port);
+  const holders: Socket[] = [];
+  try {
+    await Promise.all(Array.from({ length: 4 }, () => new Promise<void>((resolve) => {
+      const s = connect(p, '127.0.0.1', () => {
+        s.write('POST /v1/completions HTTP/1.1\r\n');
+        resolve();
+      });
+      s.on('error', () => undefined);
+      holders.push(s);
+    })));
+    await new Promise((r) => setTimeout(r, 50));
+    const res = await request(`${perAddress.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'headroom-mock', prompt: 'hi', max_tokens: 2 }), reset: true });
+    assert.equal(res.statusCode, 503);
+    assert.equal(((await res.body.json()) as { error: { code: string } }).error.code, 'too_many_connections');
+    assert.equal(res.headers['retry-after'], '1');
+    const h = await request(`${perAddress.url}/health`, { reset: true });
+    assert.equal(h.statusCode, 200);
+    await h.body.dump();
+  } finally {
+    for (const s of holders) s.destroy();
+    await perAddress.close();
+  }
+});

@@ -1,0 +1,100 @@
+// Signals against a real `headroom serve` process: a second SIGTERM during a drain exits at once
+// (code 3, with a log line), and the drain deadline ends a 1,000-token stream with a final SSE
+// error event and [DONE], /health answering until then, and the process exits (code 2) within
+// 2 s of that event.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { request } from 'undici';
+import { spawnServe } from '../helpers/serve-process.ts';
+
+const DEADLINE_MS = 1500;
+
+/** A stream whose frames are recorded with their arrival times. */
+function openStream(url: string, maxTokens: number): { frames: { atMs: number; data: string }[]; firstChunk: Promise<void>; done: Promise<void> } {
+  const frames: { atMs: number; data: string }[] = [];
+  let first: () => void = () => undefined;
+  const firstChunk = new Promise<void>((r) => (first = r));
+  const done = (async () => {
+    const res = await request(`${url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'headroom-mock', prompt: 'the river', max_tokens: maxTokens, ignore_eos: true, stream: true }) });
+    let buf = '';
+    for await (const chunk of res.body) {
+      buf += (chunk as Buffer).toString();
+      for (let i = buf.indexOf('\n\n'); i >= 0; i = buf.indexOf('\n\n')) {
+        const frame = buf.slice(0, i);
+        buf = buf.slice(i + 2);
+        if (frame.startsWith('data: ')) frames.push({ atMs: performance.now(), data: frame.slice(6) });
+        first();
+      }
+    }
+  })();
+  return { frames, firstChunk, done };
+}
+
+test('a second SIGTERM during the drain exits at once with a log line', async () => {
+  const p = spawnServe(['--runner', 'mock', '--host', '127.0.0.1', '--port', '0', '--mock-speed', '4']);
+  try {
+    const url = (await p.waitFor(/serving .* on (http:\/\/[\d.:]+)/))[1]!;
+    const s = openStream(url, 1000);
+    const finished = s.done.catch(() => undefined); // the forced exit cuts it
+    await s.firstChunk;
+    p.proc.kill('SIGTERM');
+    await p.waitFor(/SIGTERM: draining/);
+    const t0 = performance.now();
+    p.proc.kill('SIGTERM');
+    const { code, atMs } = await p.exited;
+    assert.equal(code, 3, p.output());
+    assert.match(p.output(), /SIGTERM again during the drain: exiting now/);
+    assert.ok(atMs - t0 < 2000, `the second signal took ${(atMs - t0).toFixed(0)} ms to end the process`);
+    await finished;
+  } finally {
+    p.proc.kill('SIGKILL');
+  }
+});
+
+test(`the drain deadline ends a 1,000-token stream with an error event and [DONE]; /health answers until then; exit within 2 s`, async () => {
+  const p = spawnServe(['--runner', 'mock', '--host', '127.0.0.1', '--port', '0', '--mock-speed', '4', '--drain-timeout-ms', String(DEADLINE_MS)]);
+  try {
+    const url = (await p.waitFor(/serving .* on (http:\/\/[\d.:]+)/))[1]!;
+    const s = openStream(url, 1000);
+    await s.firstChunk;
+    const killedAt = performance.now();
+    p.proc.kill('SIGTERM');
+    // /health answers throughout the drain, until the deadline.
+    let healthOk = 0;
+    let healthFailedAt = Infinity;
+    const poll = (async () => {
+      while (healthFailedAt === Infinity) {
+        try {
+          const r = await request(`${url}/health`, { reset: true });
+          await r.body.dump();
+          if (r.statusCode === 200) healthOk++;
+          else healthFailedAt = performance.now();
+        } catch {
+          healthFailedAt = performance.now();
+        }
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+    await s.done;
+    const { code, atMs } = await p.exited;
+    await poll;
+    assert.equal(code, 2, p.output());
+    const data = s.frames.map((f) => f.data);
+    assert.equal(data.at(-1), '[DONE]', 'the stream did not end with [DONE]');
+    const errorFrame = s.frames.at(-2)!;
+    const err = JSON.parse(errorFrame.data) as { error?: { code: string; message: string } };
+    assert.equal(err.error?.code, 'engine_failure', `the last event before [DONE] is not an error: ${errorFrame.data}`);
+    assert.match(err.error.message, /drain deadline/);
+    const tokens = data.length - 2;
+    assert.ok(tokens > 10 && tokens < 1000, `the stream got ${tokens} tokens: the deadline should cut it part-way`);
+    const cutAfterMs = errorFrame.atMs - killedAt;
+    assert.ok(cutAfterMs >= DEADLINE_MS - 50, `cut ${cutAfterMs.toFixed(0)} ms after SIGTERM, before the deadline`);
+    assert.ok(atMs - errorFrame.atMs < 2000, `exited ${(atMs - errorFrame.atMs).toFixed(0)} ms after the error event`);
+    assert.ok(healthOk >= 5, `/health answered only ${healthOk} times during the drain`);
+    assert.ok(healthFailedAt >= errorFrame.atMs - 100, `/health stopped answering ${(errorFrame.atMs - healthFailedAt).toFixed(0)} ms before the deadline`);
+    assert.match(p.output(), /drain deadline passed/);
+    console.log(`# drain deadline: cut ${cutAfterMs.toFixed(0)} ms after SIGTERM (deadline ${DEADLINE_MS}), exit ${(atMs - errorFrame.atMs).toFixed(0)} ms after the error event, ${tokens} tokens streamed, /health ok ${healthOk} times`);
+  } finally {
+    p.proc.kill('SIGKILL');
+  }
+});
