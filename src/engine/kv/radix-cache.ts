@@ -42,9 +42,9 @@
 import type { KvOp, SeqId } from '../runner/runner.ts';
 import type { BlockId, BlockPool } from './block-pool.ts';
 import { numFullBlocks } from './block-table.ts';
-import { LruHeap } from './lru-heap.ts';
+import { BinaryHeap } from '../../structures/binary-heap.ts';
 import { checkRadixInvariants } from './radix-invariants.ts';
-import { blockKey, isLeaf, numMatchingBlocks, type RadixNode } from './radix-node.ts';
+import { blockKey, isLeaf, lruLess, numMatchingBlocks, type LruEntry, type RadixNode } from './radix-node.ts';
 import type { SeqIdPool } from './seq-id-pool.ts';
 
 /** A pin on a path of the cache; release exactly once. */
@@ -97,7 +97,7 @@ export class RadixCache {
   #root: RadixNode;
   #nextNodeId = 1;
   #clock = 0;
-  #heap = new LruHeap<RadixNode>();
+  #heap = new BinaryHeap<LruEntry>(lruLess);
   #handles = new Map<CacheHandle, RadixNode>();
   #nextHandle = 1;
   /** owner → number of nodes it owns. */
@@ -208,7 +208,7 @@ export class RadixCache {
     while (numBlocksFreed < numBlocks) {
       const entry = this.#heap.pop();
       if (entry === undefined) break;
-      const node = entry.item;
+      const node = entry.node;
       if (!this.#isEvictable(node) || entry.stamp !== node.lastAccess) continue;
       // Last block first, as PagedKv.free does: the node's first block ends on top of the free stack.
       for (let i = node.blocks.length - 1; i >= 0; i--) {
@@ -288,7 +288,7 @@ export class RadixCache {
       handles: this.#handles,
       ownedNodes: this.#ownedNodes,
       cached: this.#cached,
-      heapEntries: this.#heap.entries(),
+      heapEntries: this.#heap.items(),
       clock: this.#clock,
       numNodes: this.#numNodes,
       numEvictableBlocks: this.#numEvictableBlocks,
@@ -372,7 +372,7 @@ export class RadixCache {
   }
 
   #queueIfEvictable(node: RadixNode): void {
-    if (this.#isEvictable(node)) this.#heap.push({ stamp: node.lastAccess, id: node.id, item: node });
+    if (this.#isEvictable(node)) this.#heap.push({ stamp: node.lastAccess, node });
   }
 
   #rebuildHeap(): void {

@@ -3,8 +3,7 @@
 
 import type { SeqId } from '../runner/runner.ts';
 import type { BlockPool } from './block-pool.ts';
-import type { HeapEntry } from './lru-heap.ts';
-import { blockKey, isLeaf, type RadixNode } from './radix-node.ts';
+import { blockKey, isLeaf, type LruEntry, type RadixNode } from './radix-node.ts';
 import type { SeqIdPool } from './seq-id-pool.ts';
 
 export interface RadixState {
@@ -15,7 +14,7 @@ export interface RadixState {
   readonly handles: ReadonlyMap<number, RadixNode>;
   readonly ownedNodes: ReadonlyMap<SeqId, number>;
   readonly cached: Uint8Array;
-  readonly heapEntries: readonly HeapEntry<RadixNode>[];
+  readonly heapEntries: readonly LruEntry[];
   readonly clock: number;
   readonly numNodes: number;
   readonly numEvictableBlocks: number;
@@ -76,7 +75,7 @@ export function checkRadixInvariants(s: RadixState): void {
 
   // Every evictable leaf is reachable by eviction: a heap entry carrying its current stamp.
   const queued = new Set<RadixNode>();
-  for (const e of s.heapEntries) if (e.stamp === e.item.lastAccess) queued.add(e.item);
+  for (const e of s.heapEntries) if (e.stamp === e.node.lastAccess) queued.add(e.node);
   for (const n of evictableLeaves) if (!queued.has(n)) fail(`evictable leaf ${n.id} is not in the eviction heap`);
 
   // Owners: counts match, each owner's nodes lie on one root path, each owner id is acquired.

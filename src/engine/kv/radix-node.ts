@@ -27,6 +27,18 @@ export interface RadixNode {
   alive: boolean;
 }
 
+/** An entry of the eviction heap: a node and its last access when the entry was pushed (stale once they differ). */
+export interface LruEntry {
+  /** Logical-clock time of the node's last access when the entry was pushed. */
+  readonly stamp: number;
+  readonly node: RadixNode;
+}
+
+/** Eviction order: least recently used first, then oldest node (ids grow in creation order): total and deterministic. */
+export function lruLess(x: LruEntry, y: LruEntry): boolean {
+  return x.stamp < y.stamp || (x.stamp === y.stamp && x.node.id < y.node.id);
+}
+
 /** The child key of the block of `tokens` starting at `start`. */
 export function blockKey(tokens: readonly number[], start: number, blockSize: number): string {
   let s = '';
