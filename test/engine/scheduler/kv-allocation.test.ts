@@ -1,0 +1,73 @@
+// KV allocation under pressure (issue 9, "Make room"): mixed prompt sizes must not evict each other
+// forever, and the prefix cache counts one lookup per request however often it is retried.
+// Driven step by step (schedule → mock runner → update), with the invariant check after every step.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { MockRunner } from '../../../src/engine/runner/mock/mock-runner.ts';
+import { createScheduler } from '../../../src/engine/scheduler/factory.ts';
+import type { SchedulerConfig } from '../../../src/engine/scheduler/factory.ts';
+import type { Scheduler } from '../../../src/engine/scheduler/scheduler.ts';
+import { makeRequest } from '../../helpers/engine-driver.ts';
+import type { Outcome } from '../../helpers/engine-driver.ts';
+
+/** A unique prompt of `n` tokens (word-piece ids, so nothing is shared between prompts by accident). */
+const uniquePrompt = (k: number, n: number): number[] => [1, ...Array.from({ length: n - 1 }, (_, i) => 259 + ((k * 7919 + i * 31 + ((i * i) % 13)) % 150))];
+
+interface Arrival { readonly atStep: number; readonly prompt: number[]; readonly maxTokens: number }
+
+async function drive(runner: MockRunner, config: SchedulerConfig, arrivals: readonly Arrival[], maxSteps = 20_000): Promise<{ s: Scheduler; out: Outcome[]; steps: number }> {
+  const s = createScheduler({ maxOutputTokens: 64, ...config }, runner.info);
+  const out: Outcome[] = [];
+  const pending = [...arrivals];
+  let step = 0;
+  for (; step < maxSteps && (pending.length > 0 || s.numUnfinished > 0); step++) {
+    while (pending.length > 0 && pending[0]!.atStep <= step) {
+      const a = pending.shift()!;
+      const engineLike = { runner, now: () => step } as unknown as Parameters<typeof makeRequest>[0];
+      s.add(makeRequest(engineLike, { prompt: a.prompt, maxTokens: a.maxTokens }, `r${out.length}`, out));
+    }
+    const plan = s.schedule(step);
+    s.update(plan, await runner.execute(plan.runner), step);
+    s.checkInvariants();
+  }
+  return { s, out, steps: step };
+}
+
+test('mixed prompt sizes under overload do not thrash: a prompt starts only when all of it fits', async () => {
+  // The mixed workload scaled down: 1,024 cells (64 blocks), prompts of 64 / 256 / 896 tokens
+  // (1:1:1), a 64-token prompt chunk per step, arrivals faster than the pool drains them.
+  const sizes = [64, 256, 896];
+  const arrivals: Arrival[] = Array.from({ length: 36 }, (_, i) => ({ atStep: 4 * i, prompt: uniquePrompt(i, sizes[i % 3]!), maxTokens: 24 }));
+  const runner = new MockRunner({ cost: { speed: 0 }, contextTokens: 1024, maxSequences: 8, maxBatchTokens: 128 });
+  const { s, out, steps } = await drive(runner, { scheduler: 'continuous', prefillChunkTokens: 64 }, arrivals);
+  const snap = s.snapshot();
+  assert.equal(s.numUnfinished, 0, `not drained after ${steps} steps (${snap.numPreemptions} preemptions)`);
+  assert.ok(out.every((o) => o.reason === 'length'), 'every request completed');
+  const perRequest = snap.numPreemptions / out.length;
+  console.log(`# ${snap.numPreemptions} preemptions for ${out.length} requests in ${steps} steps`);
+  assert.ok(perRequest < 0.2, `${snap.numPreemptions} preemptions for ${out.length} requests (${perRequest.toFixed(2)} each)`);
+});
+
+test('prefix-cache queries count once per request while it waits at the head of the line', async () => {
+  // 256 cells (16 blocks): A (200 tokens, 13 blocks) runs; B (100 tokens, 7 blocks) waits for it step after step.
+  const runner = new MockRunner({ cost: { speed: 0 }, contextTokens: 256, maxSequences: 4, maxBatchTokens: 256 });
+  const a = uniquePrompt(1, 200);
+  const b = uniquePrompt(2, 100);
+  const { s, out } = await drive(runner, { scheduler: 'continuous' }, [{ atStep: 0, prompt: a, maxTokens: 30 }, { atStep: 1, prompt: b, maxTokens: 4 }]);
+  assert.ok(out.every((o) => o.reason === 'length'));
+  assert.ok(out[1]!.request.admittedMs! > 5, 'B waited several steps (the retries this test is about)');
+  const kv = s.snapshot().kv.prefixCache!;
+  assert.equal(kv.queryTokens, a.length - 1 + b.length - 1, 'one lookup per request (the last prompt token is never looked up)');
+});
+
+test('prefix-cache queries count once per request across preemptions', async () => {
+  // 256 cells (16 blocks): four 40-token prompts (3 blocks each) all start, then grow to 100 tokens
+  // (7 blocks each): decode growth must preempt, and the preempted restart with a longer sequence.
+  const runner = new MockRunner({ cost: { speed: 0 }, contextTokens: 256, maxSequences: 8, maxBatchTokens: 256 });
+  const prompts = [0, 1, 2, 3].map((k) => uniquePrompt(10 + k, 40));
+  const { s, out } = await drive(runner, { scheduler: 'continuous' }, prompts.map((prompt) => ({ atStep: 0, prompt, maxTokens: 60 })));
+  const snap = s.snapshot();
+  assert.ok(out.every((o) => o.reason === 'length'));
+  assert.ok(snap.numPreemptions > 0, 'the setting must preempt for the test to mean anything');
+  assert.equal(snap.kv.prefixCache!.queryTokens, prompts.reduce((n, p) => n + p.length - 1, 0));
+});
