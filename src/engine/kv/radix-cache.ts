@@ -24,8 +24,8 @@
 //   itself (and lists it in `releasedSeqIds`). free + (owners ∪ held by running requests) = total.
 //
 // The caller's protocol (the scheduler):
-// - admission: `m = match(prompt)`; decide with m pinned (evicting to make room cannot take the
-//   matched path); on admit: seqCopy(m.ownerSeqId → seq, 0, m.numTokens) in the plan and
+// - starting a request: `m = match(prompt)`; decide with m pinned (evicting to make room cannot take the
+//   matched path); on start: seqCopy(m.ownerSeqId → seq, 0, m.numTokens) in the plan and
 //   PagedKv.sharePrefix(table, m.blocks, m.numTokens); then `release(m.handle)` either way.
 // - prefill complete (and later, optionally): `r = insert(computedTokens, table.blocks, seq)`; keep
 //   r.handle while the sequence runs (it pins every node the sequence owns), release the previous one.
@@ -35,9 +35,10 @@
 // - every `kvOps` list returned goes into the plan in order, before ops on ids acquired later.
 //
 // Complexity (L = query tokens, d = path depth in nodes, k = nodes evicted, h = heap entries):
-// match O(L + d); insert O(L + d); release O(d); evict O(k log h) amortized — evictable leaves
-// sit in a lazily-cleaned min-heap on (lastAccess, id), rebuilt in O(nodes) when stale entries
-// outnumber live ones; checkInvariants O(nodes · d + blocks).
+// match O(L + d), plus at most one split O(node key); peek O(L + d); insert O(L + d); release O(d);
+// evict O(k log h) amortized — evictable leaves sit in a lazily-cleaned min-heap (the shared
+// BinaryHeap) on (lastAccess, id), rebuilt in O(nodes) when stale entries outnumber live ones;
+// checkInvariants O(nodes · d + blocks).
 
 import type { KvOp, SeqId } from '../runner/runner.ts';
 import type { BlockId, BlockPool } from './block-pool.ts';
@@ -128,9 +129,14 @@ export class RadixCache {
   // ---- public API ----
 
   /**
-   * Longest cached prefix of `tokens` at a block boundary, pinned until `release(handle)`.
-   * A caller that needs logits for the last prompt token passes the prompt without it.
-   * `recordStats: false` keeps a retried admission from counting its query twice.
+   * Longest cached prefix of `tokens` at a block boundary, pinned until `release(handle)`; touches
+   * the path (LRU). A node the query leaves part way is split there (as SGLang does), so the pin
+   * holds only the matched blocks: pinning the whole node once let a one-block hit on a 480-block
+   * node protect all 480, and the request that needed them waited forever (found by
+   * bench/kv/mixed-overload.sh: the engine slept with eight requests waiting and none running). A caller that needs logits for the last prompt token passes the prompt without it.
+   * Statistics count every call unless `recordStats: false`: the cache cannot tell a retry from a
+   * new request, so the caller must pass it on head-of-line retries and restarts after preemption
+   * (PagedKvManager counts one lookup per request). Use `peek` to ask without any side effect.
    */
   match(tokens: readonly number[], options: { readonly recordStats?: boolean } = {}): PrefixMatch {
     const bs = this.blockSize;
@@ -145,8 +151,12 @@ export class RadixCache {
       const m = numMatchingBlocks(child, tokens, pos, bs, maxBlocks - pos / bs);
       for (let i = 0; i < m; i++) blocks.push(child.blocks[i]!);
       pos += m * bs;
+      if (m < child.blocks.length) {
+        // Split where the query leaves the node, so the pin covers exactly the matched blocks.
+        deepest = this.#split(child, m);
+        break;
+      }
       deepest = child;
-      if (m < child.blocks.length) break;
       node = child;
     }
     this.#touch(deepest);
@@ -155,6 +165,27 @@ export class RadixCache {
       this.#numHitTokens += pos;
     }
     return { numTokens: pos, blocks, ownerSeqId: deepest.ownerSeqId, handle: this.#pin(deepest) };
+  }
+
+  /**
+   * Tokens of `tokens` the cache holds now (the block-aligned prefix `match` would return), with no
+   * side effect: no LRU touch, no pin, no statistics. For "how much of this prompt is cached"
+   * (admission control). The answer can go stale at the next eviction. O(L + d).
+   */
+  peek(tokens: readonly number[]): number {
+    const bs = this.blockSize;
+    const maxBlocks = numFullBlocks(tokens.length, bs);
+    let node = this.#root;
+    let pos = 0;
+    while (pos < maxBlocks * bs) {
+      const child = node.children.get(blockKey(tokens, pos, bs));
+      if (child === undefined) break;
+      const m = numMatchingBlocks(child, tokens, pos, bs, maxBlocks - pos / bs);
+      pos += m * bs;
+      if (m < child.blocks.length) break;
+      node = child;
+    }
+    return pos;
   }
 
   /** Unpins what `match` or `insert` pinned. */

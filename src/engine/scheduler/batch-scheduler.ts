@@ -98,6 +98,11 @@ export class BatchScheduler implements Scheduler {
     return this.#waiting.size + this.#running.length;
   }
 
+  /** Prompt tokens the prefix cache holds now for this prompt; pure (no LRU touch, pin or statistics). */
+  peekCachedTokens(promptTokens: readonly number[]): number {
+    return this.#kv.peekCachedTokens(promptTokens);
+  }
+
   /** Preemptions of a request already at the cap, to break a step where nothing could run. */
   get numForcedPreemptions(): number {
     return this.#numForcedPreemptions;
@@ -213,7 +218,7 @@ export class BatchScheduler implements Scheduler {
     if (this.#waiting.size === 0) return null;
     if (this.#waiting.size >= this.#opts.staticBatchSize) return true;
     // Cost guard: the O(queue) scan for the oldest arrival runs once per change of the queue's
-    // membership by admission or preemption, not on every idle wake-up.
+    // membership by a start or a preemption, not on every idle wake-up.
     if (this.#oldestWaitingMs === null) {
       let oldest = Infinity;
       for (const r of this.#waiting) oldest = Math.min(oldest, r.arrivalMs);

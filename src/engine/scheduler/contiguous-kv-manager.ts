@@ -77,6 +77,10 @@ export class ContiguousKvManager implements KvManager {
     this.#seqIds.release(st.seqId);
   }
 
+  peekCachedTokens(): number {
+    return 0;
+  }
+
   numReservedBlocks(running: readonly Request[]): number {
     let n = 0;
     for (const r of running) {

@@ -62,6 +62,8 @@ export interface KvManager {
   onComputed(req: Request): void;
   /** The request leaves the running set (finished, aborted or preempted): its KV goes back. */
   release(req: Request): void;
+  /** Prompt tokens the prefix cache holds now, with no side effect (0 without a cache). For admission control. */
+  peekCachedTokens(promptTokens: readonly number[]): number;
   /** Blocks (cells, contiguous) allocated to running requests ahead of their computed tokens. */
   numReservedBlocks(running: readonly Request[]): number;
   snapshot(running: readonly Request[]): KvSnapshot;

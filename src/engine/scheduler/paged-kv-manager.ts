@@ -82,11 +82,6 @@ export class PagedKvManager implements KvManager {
     return this.#pool.numFree;
   }
 
-  /** The prefix cache, for read-only questions (`peek`); null when it is off. */
-  get prefixCache(): RadixCache | null {
-    return this.#radix;
-  }
-
   takeKvOps(): KvOp[] {
     const ops = this.#kvOps;
     this.#kvOps = [];
@@ -169,6 +164,11 @@ export class PagedKvManager implements KvManager {
     for (const b of shadow) this.#pool.decRef(b);
     if (st.numCachedTokens > 0) this.#kvOps.push({ kind: 'remove', seqId: st.seqId, p0: 0, p1: -1 });
     this.#seqIds.release(st.seqId);
+  }
+
+  peekCachedTokens(promptTokens: readonly number[]): number {
+    // As at start: the last token is always computed, so it is never looked up.
+    return this.#radix?.peek(promptTokens.slice(0, -1)) ?? 0;
   }
 
   numReservedBlocks(running: readonly Request[]): number {

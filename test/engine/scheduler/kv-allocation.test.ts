@@ -71,3 +71,14 @@ test('prefix-cache queries count once per request across preemptions', async () 
   assert.ok(snap.numPreemptions > 0, 'the setting must preempt for the test to mean anything');
   assert.equal(snap.kv.prefixCache!.queryTokens, prompts.reduce((n, p) => n + p.length - 1, 0));
 });
+
+test('a request whose prompt shares one block with a long cached prompt still starts (its hit pins only that block)', async () => {
+  // 256 cells (16 blocks): A's 200-token prompt stays cached as one 12-block node after it ends;
+  // B shares A's first block and needs 15 blocks, so it must evict the rest of A's node.
+  const runner = new MockRunner({ cost: { speed: 0 }, contextTokens: 256, maxSequences: 4, maxBatchTokens: 256 });
+  const a = uniquePrompt(1, 200);
+  const b = [...a.slice(0, 16), ...uniquePrompt(2, 224).slice(16)];
+  const { out } = await drive(runner, { scheduler: 'continuous' }, [{ atStep: 0, prompt: a, maxTokens: 4 }, { atStep: 20, prompt: b, maxTokens: 4 }], 200);
+  assert.deepEqual(out.map((o) => o.reason), ['length', 'length'], 'B never started: its own pinned hit kept the blocks it needed');
+  assert.equal(out[1]!.request.numCachedTokens, 16);
+});
