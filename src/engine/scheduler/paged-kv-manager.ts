@@ -104,8 +104,11 @@ export class PagedKvManager implements KvManager {
       const numCached = match?.numTokens ?? 0;
       const need = numBlocksAll - (match?.blocks.length ?? 0);
       const keepFree = this.#states.size > 0 ? this.#watermark : 0;
+      // Cost guard: do not flush the cache for a request that cannot fit anyway (an upper bound:
+      // evicting frees unpinned nodes and the shadows of owners it releases). With nothing running
+      // eviction always makes room, so an idle engine never waits on its own cache.
+      if (this.#states.size > 0 && pool.numFree + (this.#radix?.numEvictableBlocks ?? 0) + this.#numShadowBlocks() < need + keepFree) return { ok: false, reason: 'no_blocks' };
       // The match is pinned: evicting here cannot take the path just matched.
-      if (pool.numFree + (this.#radix?.numEvictableBlocks ?? 0) < need + keepFree) return { ok: false, reason: 'no_blocks' };
       if (!pool.canAllocate(need + keepFree)) this.#evict(need + keepFree - pool.numFree);
       if (!pool.canAllocate(need + keepFree)) return { ok: false, reason: 'no_blocks' };
       const seqId = this.#seqIds.acquire();
@@ -219,6 +222,12 @@ export class PagedKvManager implements KvManager {
     const st = this.#states.get(req);
     if (st === undefined) throw new Error(`bug: request ${req.id} holds no KV state`);
     return st;
+  }
+
+  #numShadowBlocks(): number {
+    let n = 0;
+    for (const blocks of this.#shadows.values()) n += blocks.length;
+    return n;
   }
 
   /** Evict unreferenced cache beyond `cacheMaxFraction` of the pool. */
