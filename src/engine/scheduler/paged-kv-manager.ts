@@ -214,7 +214,8 @@ export class PagedKvManager implements KvManager {
     else if (this.#seqIds.numFree + held.length !== this.#opts.maxSequences) throw new Error('bug: sequence ids leaked');
     for (const s of this.#shadows.keys()) if (!this.#radix?.ownsNodes(s)) throw new Error(`bug: shadow blocks kept for sequence ${s}, which owns no cache node`);
     for (const [req, st] of this.#states) {
-      if (st.table.numTokens < req.numComputedTokens) throw new Error(`bug: request ${req.id} computed ${req.numComputedTokens} tokens into a table of ${st.table.numTokens}`);
+      // The allocation rule: room for the whole prompt is held from the start.
+      if (st.table.numTokens < Math.max(req.numComputedTokens, req.numPromptTokens)) throw new Error(`bug: request ${req.id} (${req.numPromptTokens} prompt tokens, ${req.numComputedTokens} computed) holds a table of ${st.table.numTokens}`);
     }
   }
 

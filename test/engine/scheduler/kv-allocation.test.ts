@@ -1,14 +1,19 @@
 // KV allocation under pressure (issue 9, "Make room"): mixed prompt sizes must not evict each other
 // forever, and the prefix cache counts one lookup per request however often it is retried.
-// Driven step by step (schedule → mock runner → update), with the invariant check after every step.
+// Driven step by step (schedule → mock runner → update), with the invariant check after every step;
+// the property test at the end fails if its runs never reached the states it is about.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import fc from 'fast-check';
+import { RequestStatus } from '../../../src/engine/request.ts';
 import { MockRunner } from '../../../src/engine/runner/mock/mock-runner.ts';
 import { createScheduler } from '../../../src/engine/scheduler/factory.ts';
 import type { SchedulerConfig } from '../../../src/engine/scheduler/factory.ts';
+import type { BatchScheduler } from '../../../src/engine/scheduler/batch-scheduler.ts';
 import type { Scheduler } from '../../../src/engine/scheduler/scheduler.ts';
 import { makeRequest } from '../../helpers/engine-driver.ts';
 import type { Outcome } from '../../helpers/engine-driver.ts';
+import { Coverage, prng, propertyParams } from '../kv/property-support.ts';
 
 /** A unique prompt of `n` tokens (word-piece ids, so nothing is shared between prompts by accident). */
 const uniquePrompt = (k: number, n: number): number[] => [1, ...Array.from({ length: n - 1 }, (_, i) => 259 + ((k * 7919 + i * 31 + ((i * i) % 13)) % 150))];
@@ -81,4 +86,87 @@ test('a request whose prompt shares one block with a long cached prompt still st
   const { out } = await drive(runner, { scheduler: 'continuous' }, [{ atStep: 0, prompt: a, maxTokens: 4 }, { atStep: 20, prompt: b, maxTokens: 4 }], 200);
   assert.deepEqual(out.map((o) => o.reason), ['length', 'length'], 'B never started: its own pinned hit kept the blocks it needed');
   assert.equal(out[1]!.request.numCachedTokens, 16);
+});
+
+const STATES = ['stopped: none_waiting', 'stopped: no_blocks', 'stopped: no_seq_id', 'stopped: budget', 'stopped: max_running', 'started beside others', 'preempted', 'finished at the preemption cap', 'never fits', 'peek hit', 'prefix hit'];
+
+test('property: random mixed workloads keep the allocation rule, the watermark and the preemption cap; peek is pure; nothing stalls', async () => {
+  const coverage = new Coverage(STATES);
+  const run = fc.record({
+    numCells: fc.constantFrom(256, 512, 1024),
+    maxSequences: fc.integer({ min: 2, max: 8 }),
+    prefillChunkTokens: fc.constantFrom(16, 64, 128),
+    kvWatermark: fc.constantFrom(0, 0.01, 0.05),
+    maxPreemptions: fc.integer({ min: 0, max: 2 }),
+    prefixCache: fc.boolean(),
+    seed: fc.integer({ min: 1, max: 1_000_000 }),
+  });
+  await fc.assert(
+    fc.asyncProperty(run, async (p) => {
+      coverage.startRun();
+      const rand = prng(p.seed);
+      const pick = (n: number): number => Math.floor(rand() * n);
+      const runner = new MockRunner({ cost: { speed: 0 }, contextTokens: p.numCells, maxSequences: p.maxSequences, maxBatchTokens: 128 });
+      const config: SchedulerConfig = { scheduler: 'continuous', maxOutputTokens: 64, prefillChunkTokens: p.prefillChunkTokens, kvWatermark: p.kvWatermark, maxPreemptions: p.maxPreemptions, prefixCache: p.prefixCache };
+      const s = createScheduler(config, runner.info) as BatchScheduler;
+      const watermark = Math.ceil(p.kvWatermark * (p.numCells / 16));
+      const bases = [uniquePrompt(p.seed, 200), uniquePrompt(p.seed + 1, 100)];
+      const out: Outcome[] = [];
+      const prompts: number[][] = [];
+      let numArrived = 0;
+      for (let step = 0; step < 5000 && (numArrived < 20 || s.numUnfinished > 0); step++) {
+        if (numArrived < 20 && pick(4) === 0) {
+          const big = pick(40) === 0;
+          const maxTokens = 1 + pick(48);
+          const len = big ? p.numCells + 16 : 2 + pick(Math.floor(0.9 * p.numCells) - maxTokens);
+          const base = bases[pick(2)]!;
+          const prompt = pick(2) === 0 ? [...base.slice(0, Math.min(len - 1, base.length)), ...uniquePrompt(numArrived + 7, len).slice(Math.min(len - 1, base.length))] : uniquePrompt(p.seed + 10 + numArrived, len);
+          prompts.push(prompt);
+          const engineLike = { runner, now: () => step } as unknown as Parameters<typeof makeRequest>[0];
+          s.add(makeRequest(engineLike, { prompt, maxTokens }, `r${numArrived++}`, out));
+        }
+        if (pick(30) === 0 && out.length > 0) {
+          const victim = out[pick(out.length)]!;
+          if (victim.reason === null) s.abort(victim.request);
+        }
+        // peek is pure: the whole snapshot is unchanged by it.
+        const probe = prompts[pick(prompts.length)];
+        if (probe !== undefined) {
+          const before = JSON.stringify(s.snapshot());
+          if (s.peekCachedTokens(probe) > 0) coverage.hit('peek hit');
+          assert.equal(JSON.stringify(s.snapshot()), before, 'peek changed the scheduler or its cache');
+        }
+        const runningBefore = new Set(out.filter((o) => o.request.status === RequestStatus.RUNNING).map((o) => o.request));
+        const plan = s.schedule(step);
+        coverage.op();
+        const snap = s.snapshot();
+        coverage.hit(`stopped: ${snap.stopReason}`);
+        const started = out.filter((o) => o.request.status === RequestStatus.RUNNING && !runningBefore.has(o.request));
+        const others = [...runningBefore].filter((r) => r.status === RequestStatus.RUNNING).length;
+        if (started.length > 0 && others + started.length > 1) {
+          coverage.hit('started beside others');
+          // Only decode-first growth ran before the starts, so the watermark is still free now.
+          assert.ok(snap.numFreeBlocks >= watermark, `a request started beside others leaving ${snap.numFreeBlocks} free blocks, watermark ${watermark}`);
+        }
+        if (plan.runner.items.length === 0 && plan.runner.kvOps.length === 0 && s.numUnfinished > 0) assert.fail(`stalled at step ${step}: ${JSON.stringify(snap)}`);
+        s.update(plan, await runner.execute(plan.runner), step);
+        s.checkInvariants();
+        for (const o of out) {
+          assert.ok(o.request.numPreemptions <= p.maxPreemptions + s.numForcedPreemptions, `request ${o.request.id} preempted ${o.request.numPreemptions} times, cap ${p.maxPreemptions}`);
+          if (o.request.numPreemptions > 0) coverage.hit('preempted');
+        }
+      }
+      assert.equal(s.numUnfinished, 0, 'not drained');
+      assert.equal(s.numRunnerRefusals, 0, 'the runner refused a batch the accounting admitted');
+      for (const o of out) {
+        if (o.reason === 'error') coverage.hit('never fits');
+        if (o.request.numPreemptions === p.maxPreemptions && p.maxPreemptions > 0 && o.reason === 'length') coverage.hit('finished at the preemption cap');
+        if (o.request.numCachedTokens > 0) coverage.hit('prefix hit');
+        if (o.reason === 'error') assert.ok(o.request.numPromptTokens > p.numCells, `request ${o.request.id} of ${o.request.numPromptTokens} tokens ended with an error`);
+      }
+      coverage.endRun();
+    }),
+    propertyParams(60),
+  );
+  coverage.reportAndAssert('scheduler KV allocation', 5000);
 });
