@@ -6,13 +6,14 @@ import { request } from 'undici';
 import { Engine } from '../../src/engine/engine.ts';
 import { MockRunner } from '../../src/engine/runner/mock/mock-runner.ts';
 import { FifoScheduler } from '../../src/engine/scheduler/fifo.ts';
+import { WaitQueue } from '../../src/engine/scheduler/wait-queue.ts';
 import { makeRequest, sinkFor } from '../helpers/engine-driver.ts';
 import type { Outcome } from '../helpers/engine-driver.ts';
 import { startTestServer } from '../helpers/headroom.ts';
 
 test('an idle engine sleeps (no schedule calls) and wakes at once on arrival', async () => {
   const runner = new MockRunner({ cost: { speed: 0 } });
-  const scheduler = new FifoScheduler({ maxBatchTokens: 512 });
+  const scheduler = new FifoScheduler({ maxBatchTokens: 512, queue: new WaitQueue() });
   let calls = 0;
   const schedule = scheduler.schedule.bind(scheduler);
   scheduler.schedule = (now) => (calls++, schedule(now));

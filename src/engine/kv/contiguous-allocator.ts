@@ -1,6 +1,6 @@
 // The contiguous KV allocator, kept as the ablation baseline for the paged pool.
 //
-// Each sequence reserves one contiguous slab of cells at admission, sized for its prompt plus the
+// Each sequence reserves one contiguous slab of cells when it starts, sized for its prompt plus the
 // server-wide output cap (`maxOutputTokens`), whether or not it will use them: the waste the paged
 // pool removes. Placement is first fit over a list of free ranges sorted by start; a freed slab
 // coalesces with free neighbours.

@@ -1,12 +1,14 @@
-// The radix prefix cache (SGLang style) over token ids, matching only at block boundaries.
+// The radix prefix cache (SGLang style) over token ids, matching only at block boundaries: the
+// block and owner-sequence layer over the value-agnostic RadixTrie (src/structures/radix-trie.ts),
+// which owns the tree's shape; this file owns what its values mean, pins, LRU and eviction.
 //
 //   root ─ [sys prompt: 4 blocks, owner 3] ─┬─ [user A: 2 blocks, owner 3]
 //                                            └─ [user B: 1 block,  owner 7]
 //
 // Invariants (checked by `checkInvariants()`):
-// - Block alignment: a node's key is a positive multiple of blockSize tokens and it holds one block
-//   per blockSize tokens; children are keyed by their first block; edges split only at block
-//   boundaries. A partially filled block is never cached.
+// - Block alignment: the trie's unit is blockSize, so a node's key is whole blocks and edges split
+//   only at block boundaries; a node holds one block per blockSize tokens. A partially filled block
+//   is never cached.
 // - References: the cache holds exactly one pool reference per stored block; a block is stored in
 //   at most one node.
 // - Owner sequences: a node's `ownerSeqId` holds the KV cells of the node AND its whole root path,
@@ -24,8 +26,8 @@
 //   itself (and lists it in `releasedSeqIds`). free + (owners ∪ held by running requests) = total.
 //
 // The caller's protocol (the scheduler):
-// - admission: `m = match(prompt)`; decide with m pinned (evicting to make room cannot take the
-//   matched path); on admit: seqCopy(m.ownerSeqId → seq, 0, m.numTokens) in the plan and
+// - starting a request: `m = match(prompt)`; decide with m pinned (evicting to make room cannot take the
+//   matched path); on start: seqCopy(m.ownerSeqId → seq, 0, m.numTokens) in the plan and
 //   PagedKv.sharePrefix(table, m.blocks, m.numTokens); then `release(m.handle)` either way.
 // - prefill complete (and later, optionally): `r = insert(computedTokens, table.blocks, seq)`; keep
 //   r.handle while the sequence runs (it pins every node the sequence owns), release the previous one.
@@ -35,16 +37,18 @@
 // - every `kvOps` list returned goes into the plan in order, before ops on ids acquired later.
 //
 // Complexity (L = query tokens, d = path depth in nodes, k = nodes evicted, h = heap entries):
-// match O(L + d); insert O(L + d); release O(d); evict O(k log h) amortized — evictable leaves
-// sit in a lazily-cleaned min-heap on (lastAccess, id), rebuilt in O(nodes) when stale entries
-// outnumber live ones; checkInvariants O(nodes · d + blocks).
+// match O(L + d), plus at most one split O(node key); peek O(L + d); insert O(L + d); release O(d);
+// evict O(k log h) amortized — evictable leaves sit in a lazily-cleaned min-heap (the shared
+// BinaryHeap) on (lastAccess, id), rebuilt in O(nodes) when stale entries outnumber live ones;
+// checkInvariants O(nodes · d + blocks).
 
 import type { KvOp, SeqId } from '../plan.ts';
 import type { BlockId, BlockPool } from './block-pool.ts';
 import { numFullBlocks } from './block-table.ts';
-import { LruHeap } from './lru-heap.ts';
+import { BinaryHeap } from '../../structures/binary-heap.ts';
+import { RadixTrie } from '../../structures/radix-trie.ts';
 import { checkRadixInvariants } from './radix-invariants.ts';
-import { blockKey, isLeaf, numMatchingBlocks, type RadixNode } from './radix-node.ts';
+import { lruLess, splitCacheEntry, type CacheEntry, type LruEntry, type RadixNode } from './radix-node.ts';
 import type { SeqIdPool } from './seq-id-pool.ts';
 
 /** A pin on a path of the cache; release exactly once. */
@@ -94,17 +98,15 @@ export class RadixCache {
   readonly blockSize: number;
   #pool: BlockPool;
   #seqIdPool: SeqIdPool;
-  #root: RadixNode;
-  #nextNodeId = 1;
+  #trie: RadixTrie<CacheEntry>;
   #clock = 0;
-  #heap = new LruHeap<RadixNode>();
+  #heap = new BinaryHeap<LruEntry>(lruLess);
   #handles = new Map<CacheHandle, RadixNode>();
   #nextHandle = 1;
   /** owner → number of nodes it owns. */
   #ownedNodes = new Map<SeqId, number>();
   /** 1 where a block is stored in some node (the cheap check behind "at most one node"). */
   #cached: Uint8Array;
-  #numNodes = 0;
   #numEvictableBlocks = 0;
   #numProtectedBlocks = 0;
   #numQueryTokens = 0;
@@ -122,39 +124,47 @@ export class RadixCache {
     this.#seqIdPool = options.seqIdPool;
     this.blockSize = options.pool.blockSize;
     this.#cached = new Uint8Array(options.pool.numBlocks);
-    this.#root = { id: 0, parent: null, children: new Map(), key: [], blocks: [], startToken: 0, ownerSeqId: null, lockRef: 0, lastAccess: 0, alive: true };
+    this.#trie = new RadixTrie<CacheEntry>({ unit: this.blockSize, rootValue: { blocks: [], ownerSeqId: null, lockRef: 0, lastAccess: 0 }, splitValue: splitCacheEntry });
   }
 
   // ---- public API ----
 
   /**
-   * Longest cached prefix of `tokens` at a block boundary, pinned until `release(handle)`.
+   * Longest cached prefix of `tokens` at a block boundary, pinned until `release(handle)`; touches
+   * the path (LRU). A node the query leaves part way is split there (as SGLang does), so the pin
+   * holds only the matched blocks: pinning the whole node once let a one-block hit on a 480-block
+   * node protect all 480, and the request that needed them waited forever (found by
+   * bench/kv/mixed-overload.sh: the engine slept with eight requests waiting and none running).
    * A caller that needs logits for the last prompt token passes the prompt without it.
-   * `recordStats: false` keeps a retried admission from counting its query twice.
+   * Statistics count every call unless `recordStats: false`: the cache cannot tell a retry from a
+   * new request, so the caller must pass it on head-of-line retries and restarts after preemption
+   * (PagedKvManager counts one lookup per request). Use `peek` to ask without any side effect.
    */
   match(tokens: readonly number[], options: { readonly recordStats?: boolean } = {}): PrefixMatch {
-    const bs = this.blockSize;
-    const maxBlocks = numFullBlocks(tokens.length, bs);
+    const w = this.#trie.walk(tokens);
     const blocks: BlockId[] = [];
-    let node = this.#root;
-    let deepest = this.#root;
-    let pos = 0;
-    while (pos < maxBlocks * bs) {
-      const child = node.children.get(blockKey(tokens, pos, bs));
-      if (child === undefined) break;
-      const m = numMatchingBlocks(child, tokens, pos, bs, maxBlocks - pos / bs);
-      for (let i = 0; i < m; i++) blocks.push(child.blocks[i]!);
-      pos += m * bs;
-      deepest = child;
-      if (m < child.blocks.length) break;
-      node = child;
+    for (const [i, n] of w.path.entries()) {
+      const k = i === w.path.length - 1 ? w.numUnitsInLast : n.value.blocks.length;
+      for (let j = 0; j < k; j++) blocks.push(n.value.blocks[j]!);
     }
+    let deepest = w.path.at(-1) ?? this.#trie.root;
+    // Split where the query leaves the node, so the pin covers exactly the matched blocks.
+    if (deepest !== this.#trie.root && w.numUnitsInLast < deepest.value.blocks.length) deepest = this.#split(deepest, w.numUnitsInLast);
     this.#touch(deepest);
     if (options.recordStats !== false) {
       this.#numQueryTokens += tokens.length;
-      this.#numHitTokens += pos;
+      this.#numHitTokens += w.numTokens;
     }
-    return { numTokens: pos, blocks, ownerSeqId: deepest.ownerSeqId, handle: this.#pin(deepest) };
+    return { numTokens: w.numTokens, blocks, ownerSeqId: deepest.value.ownerSeqId, handle: this.#pin(deepest) };
+  }
+
+  /**
+   * Tokens of `tokens` the cache holds now (the block-aligned prefix `match` would return), with no
+   * side effect: no LRU touch, no pin, no statistics. For "how much of this prompt is cached"
+   * (admission control). The answer can go stale at the next eviction. O(L + d).
+   */
+  peek(tokens: readonly number[]): number {
+    return this.#trie.walk(tokens).numTokens;
   }
 
   /** Unpins what `match` or `insert` pinned. */
@@ -175,24 +185,16 @@ export class RadixCache {
     const numBlocks = numFullBlocks(tokens.length, bs);
     if (blocks.length < numBlocks) throw new Error(`RadixCache.insert: ${tokens.length} tokens but only ${blocks.length} blocks (a bug)`);
     if (!this.#seqIdPool.isAcquired(seqId)) throw new Error(`RadixCache.insert by sequence ${seqId}, which is not acquired (a bug)`);
-    let node = this.#root;
-    let pos = 0;
+    const w = this.#trie.walk(tokens);
+    let node = w.path.at(-1) ?? this.#trie.root;
+    if (node !== this.#trie.root && w.numUnitsInLast < node.value.blocks.length) node = this.#split(node, w.numUnitsInLast);
     let numNewTokens = 0;
-    while (pos < numBlocks * bs) {
-      const child = node.children.get(blockKey(tokens, pos, bs));
-      if (child === undefined) {
-        const first = pos / bs;
-        node = this.#addChild(node, tokens.slice(pos, numBlocks * bs), blocks.slice(first, numBlocks), pos, seqId);
-        numNewTokens = numBlocks * bs - pos;
-        pos = numBlocks * bs;
-        break;
-      }
-      const m = numMatchingBlocks(child, tokens, pos, bs, numBlocks - pos / bs);
-      node = m < child.blocks.length ? this.#split(child, m) : child;
-      pos += m * bs;
+    if (w.numTokens < numBlocks * bs) {
+      node = this.#addLeaf(node, tokens.slice(w.numTokens, numBlocks * bs), blocks.slice(w.numTokens / bs, numBlocks), seqId);
+      numNewTokens = numBlocks * bs - w.numTokens;
     }
     this.#touch(node);
-    return { numCachedTokens: pos, numNewTokens, ownsNodes: this.ownsNodes(seqId), handle: this.#pin(node) };
+    return { numCachedTokens: numBlocks * bs, numNewTokens, ownsNodes: this.ownsNodes(seqId), handle: this.#pin(node) };
   }
 
   /**
@@ -204,26 +206,23 @@ export class RadixCache {
     const releasedSeqIds: SeqId[] = [];
     let numBlocksFreed = 0;
     let numNodesEvicted = 0;
-    if (this.#heap.size > 2 * this.#numNodes + 64) this.#rebuildHeap();
+    if (this.#heap.size > 2 * this.#trie.numNodes + 64) this.#rebuildHeap();
     while (numBlocksFreed < numBlocks) {
       const entry = this.#heap.pop();
       if (entry === undefined) break;
-      const node = entry.item;
-      if (!this.#isEvictable(node) || entry.stamp !== node.lastAccess) continue;
+      const node = entry.node;
+      if (!this.#isEvictable(node) || entry.stamp !== node.value.lastAccess) continue;
+      const v = node.value;
       // Last block first, as PagedKv.free does: the node's first block ends on top of the free stack.
-      for (let i = node.blocks.length - 1; i >= 0; i--) {
-        const id = node.blocks[i]!;
+      for (let i = v.blocks.length - 1; i >= 0; i--) {
+        const id = v.blocks[i]!;
         this.#cached[id] = 0;
         if (this.#pool.decRef(id)) numBlocksFreed++;
       }
-      const owner = node.ownerSeqId!;
+      const owner = v.ownerSeqId!;
       kvOps.push({ kind: 'remove', seqId: owner, p0: node.startToken, p1: node.startToken + node.key.length });
-      const parent = node.parent!;
-      parent.children.delete(blockKey(node.key, 0, this.blockSize));
-      node.alive = false;
-      node.parent = null;
-      this.#numNodes--;
-      this.#numEvictableBlocks -= node.blocks.length;
+      const parent = this.#trie.removeLeaf(node);
+      this.#numEvictableBlocks -= v.blocks.length;
       numNodesEvicted++;
       const left = this.#ownedNodes.get(owner)! - 1;
       if (left > 0) {
@@ -252,14 +251,10 @@ export class RadixCache {
 
   /** Adds the cache's block references (one per stored block) to `into`, for BlockPool.checkInvariants. */
   countBlockRefs(into: Map<BlockId, number>): void {
-    const stack = [this.#root];
-    for (let n = stack.pop(); n !== undefined; n = stack.pop()) {
-      for (const id of n.blocks) into.set(id, (into.get(id) ?? 0) + 1);
-      for (const c of n.children.values()) stack.push(c);
-    }
+    for (const n of this.#trie.nodes()) for (const id of n.value.blocks) into.set(id, (into.get(id) ?? 0) + 1);
   }
 
-  get numNodes(): number { return this.#numNodes; }
+  get numNodes(): number { return this.#trie.numNodes; }
   /** Blocks in unpinned nodes (some may still be shared with running tables). */
   get numEvictableBlocks(): number { return this.#numEvictableBlocks; }
   /** Blocks in pinned nodes. */
@@ -280,17 +275,17 @@ export class RadixCache {
    * (an id may be both running and an owner).
    */
   checkInvariants(externallyHeldSeqIds: Iterable<SeqId>): void {
+    this.#trie.checkInvariants();
     checkRadixInvariants({
-      root: this.#root,
+      trie: this.#trie,
       blockSize: this.blockSize,
       pool: this.#pool,
       seqIdPool: this.#seqIdPool,
       handles: this.#handles,
       ownedNodes: this.#ownedNodes,
       cached: this.#cached,
-      heapEntries: this.#heap.entries(),
+      heapEntries: this.#heap.items(),
       clock: this.#clock,
-      numNodes: this.#numNodes,
       numEvictableBlocks: this.#numEvictableBlocks,
       numProtectedBlocks: this.#numProtectedBlocks,
       externallyHeldSeqIds: new Set(externallyHeldSeqIds),
@@ -299,56 +294,40 @@ export class RadixCache {
 
   // ---- helpers ----
 
-  #addChild(parent: RadixNode, key: number[], blocks: BlockId[], startToken: number, owner: SeqId): RadixNode {
+  #addLeaf(parent: RadixNode, key: number[], blocks: BlockId[], owner: SeqId): RadixNode {
     for (const id of blocks) {
       if (this.#cached[id] === 1) throw new Error(`RadixCache.insert: block ${id} is already cached in another node (a bug)`);
       this.#pool.incRef(id);
       this.#cached[id] = 1;
     }
-    const node: RadixNode = {
-      id: this.#nextNodeId++, parent, children: new Map(), key, blocks, startToken, ownerSeqId: owner, lockRef: 0, lastAccess: this.#clock, alive: true,
-    };
-    parent.children.set(blockKey(key, 0, this.blockSize), node);
+    const node = this.#trie.addLeaf(parent, key, { blocks, ownerSeqId: owner, lockRef: 0, lastAccess: this.#clock });
     this.#ownedNodes.set(owner, (this.#ownedNodes.get(owner) ?? 0) + 1);
-    this.#numNodes++;
     this.#numEvictableBlocks += blocks.length;
     return node;
   }
 
   /** Splits `node` after its first `numBlocks` blocks; returns the new head. `node` stays the tail, so its handles stay valid. */
   #split(node: RadixNode, numBlocks: number): RadixNode {
-    const cut = numBlocks * this.blockSize;
-    const parent = node.parent!;
-    const head: RadixNode = {
-      id: this.#nextNodeId++, parent, children: new Map(), key: node.key.slice(0, cut), blocks: node.blocks.slice(0, numBlocks),
-      startToken: node.startToken, ownerSeqId: node.ownerSeqId, lockRef: node.lockRef, lastAccess: node.lastAccess, alive: true,
-    };
-    parent.children.set(blockKey(head.key, 0, this.blockSize), head);
-    node.key = node.key.slice(cut);
-    node.blocks = node.blocks.slice(numBlocks);
-    node.startToken += cut;
-    node.parent = head;
-    head.children.set(blockKey(node.key, 0, this.blockSize), node);
-    const owner = node.ownerSeqId!;
+    const head = this.#trie.split(node, numBlocks);
+    const owner = head.value.ownerSeqId!;
     this.#ownedNodes.set(owner, this.#ownedNodes.get(owner)! + 1);
-    this.#numNodes++;
     this.#numEdgeSplits++;
     return head;
   }
 
   #touch(node: RadixNode): void {
     this.#clock++;
-    for (let n: RadixNode | null = node; n !== null; n = n.parent) n.lastAccess = this.#clock;
+    for (let n: RadixNode | null = node; n !== null; n = n.parent) n.value.lastAccess = this.#clock;
     this.#queueIfEvictable(node); // only the deepest node can be a leaf; a no-op when it is pinned next
   }
 
   #pin(node: RadixNode): CacheHandle {
-    for (let n: RadixNode = node; n !== this.#root; n = n.parent!) {
-      if (n.lockRef === 0) {
-        this.#numEvictableBlocks -= n.blocks.length;
-        this.#numProtectedBlocks += n.blocks.length;
+    for (let n: RadixNode = node; n !== this.#trie.root; n = n.parent!) {
+      if (n.value.lockRef === 0) {
+        this.#numEvictableBlocks -= n.value.blocks.length;
+        this.#numProtectedBlocks += n.value.blocks.length;
       }
-      n.lockRef++;
+      n.value.lockRef++;
     }
     const handle = this.#nextHandle++ as CacheHandle;
     this.#handles.set(handle, node);
@@ -356,31 +335,27 @@ export class RadixCache {
   }
 
   #decLockRef(node: RadixNode): void {
-    for (let n: RadixNode = node; n !== this.#root; n = n.parent!) {
-      if (n.lockRef <= 0) throw new Error(`RadixCache: lockRef of node ${n.id} would go negative (a bug)`);
-      n.lockRef--;
-      if (n.lockRef === 0) {
-        this.#numEvictableBlocks += n.blocks.length;
-        this.#numProtectedBlocks -= n.blocks.length;
+    for (let n: RadixNode = node; n !== this.#trie.root; n = n.parent!) {
+      if (n.value.lockRef <= 0) throw new Error(`RadixCache: lockRef of node ${n.id} would go negative (a bug)`);
+      n.value.lockRef--;
+      if (n.value.lockRef === 0) {
+        this.#numEvictableBlocks += n.value.blocks.length;
+        this.#numProtectedBlocks -= n.value.blocks.length;
         this.#queueIfEvictable(n);
       }
     }
   }
 
   #isEvictable(node: RadixNode): boolean {
-    return node.alive && node !== this.#root && node.lockRef === 0 && isLeaf(node);
+    return node.alive && node !== this.#trie.root && node.value.lockRef === 0 && node.children.size === 0;
   }
 
   #queueIfEvictable(node: RadixNode): void {
-    if (this.#isEvictable(node)) this.#heap.push({ stamp: node.lastAccess, id: node.id, item: node });
+    if (this.#isEvictable(node)) this.#heap.push({ stamp: node.value.lastAccess, node });
   }
 
   #rebuildHeap(): void {
     this.#heap.clear();
-    const stack = [this.#root];
-    for (let n = stack.pop(); n !== undefined; n = stack.pop()) {
-      this.#queueIfEvictable(n);
-      for (const c of n.children.values()) stack.push(c);
-    }
+    for (const n of this.#trie.nodes()) this.#queueIfEvictable(n);
   }
 }

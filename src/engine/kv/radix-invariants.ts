@@ -1,23 +1,24 @@
-// The full invariant check of the radix cache, kept apart so radix-cache.ts stays readable.
-// Every failure is a bug and says which rule broke. O(nodes · depth + blocks + heap entries).
+// The full invariant check of the radix cache, kept apart so radix-cache.ts stays readable. The
+// trie's own shape (keys in whole units, child keys, start positions, node count) is checked by
+// RadixTrie.checkInvariants; this checks what the cache layers on it. Every failure is a bug and
+// says which rule broke. O(nodes · depth + blocks + heap entries).
 
 import type { SeqId } from '../plan.ts';
 import type { BlockPool } from './block-pool.ts';
-import type { HeapEntry } from './lru-heap.ts';
-import { blockKey, isLeaf, type RadixNode } from './radix-node.ts';
+import type { RadixTrie } from '../../structures/radix-trie.ts';
+import type { CacheEntry, LruEntry, RadixNode } from './radix-node.ts';
 import type { SeqIdPool } from './seq-id-pool.ts';
 
 export interface RadixState {
-  readonly root: RadixNode;
+  readonly trie: RadixTrie<CacheEntry>;
   readonly blockSize: number;
   readonly pool: BlockPool;
   readonly seqIdPool: SeqIdPool;
   readonly handles: ReadonlyMap<number, RadixNode>;
   readonly ownedNodes: ReadonlyMap<SeqId, number>;
   readonly cached: Uint8Array;
-  readonly heapEntries: readonly HeapEntry<RadixNode>[];
+  readonly heapEntries: readonly LruEntry[];
   readonly clock: number;
-  readonly numNodes: number;
   readonly numEvictableBlocks: number;
   readonly numProtectedBlocks: number;
   readonly externallyHeldSeqIds: ReadonlySet<SeqId>;
@@ -29,54 +30,46 @@ export function checkRadixInvariants(s: RadixState): void {
   };
   const bs = s.blockSize;
 
+  const root = s.trie.root;
   // Lock refs recounted from the handles: each handle pins its node and every ancestor.
   const pins = new Map<RadixNode, number>();
   for (const [h, node] of s.handles) {
     if (!node.alive) fail(`handle ${h} pins evicted node ${node.id}`);
-    for (let n: RadixNode | null = node; n !== null && n !== s.root; n = n.parent) pins.set(n, (pins.get(n) ?? 0) + 1);
+    for (let n: RadixNode | null = node; n !== null && n !== root; n = n.parent) pins.set(n, (pins.get(n) ?? 0) + 1);
   }
 
   const owned = new Map<SeqId, RadixNode[]>();
   const cachedSeen = new Uint8Array(s.cached.length);
-  let numNodes = 0;
   let evictable = 0;
   let protectedBlocks = 0;
   const evictableLeaves: RadixNode[] = [];
-  const stack: RadixNode[] = [...s.root.children.values()];
-  if (s.root.blocks.length !== 0 || s.root.key.length !== 0 || s.root.lockRef !== 0) fail('root holds tokens or pins');
-  for (let n = stack.pop(); n !== undefined; n = stack.pop()) {
-    numNodes++;
-    const parent = n.parent;
-    if (parent === null || !n.alive) fail(`node ${n.id} is reachable but detached or evicted`);
-    const p = parent!;
-    if (p.children.get(blockKey(n.key, 0, bs)) !== n) fail(`node ${n.id} is not under its first-block key`);
-    if (n.key.length === 0 || n.key.length % bs !== 0) fail(`node ${n.id} key of ${n.key.length} tokens is not whole blocks`);
-    if (n.blocks.length * bs !== n.key.length) fail(`node ${n.id} has ${n.blocks.length} blocks for ${n.key.length} tokens`);
-    if (n.startToken !== p.startToken + p.key.length) fail(`node ${n.id} starts at ${n.startToken}, parent ends at ${p.startToken + p.key.length}`);
-    if (n.lastAccess > s.clock || (p !== s.root && p.lastAccess < n.lastAccess)) fail(`node ${n.id} last access is newer than its parent's`);
-    if (n.lockRef !== (pins.get(n) ?? 0)) fail(`node ${n.id} lockRef ${n.lockRef}, handles account for ${pins.get(n) ?? 0}`);
-    if (n.ownerSeqId === null) fail(`node ${n.id} has no owner`);
-    const list = owned.get(n.ownerSeqId!) ?? [];
+  if (root.value.blocks.length !== 0 || root.value.lockRef !== 0) fail('root holds blocks or pins');
+  for (const n of s.trie.nodes()) {
+    const p = n.parent!; // the trie's check covers detached nodes
+    const v = n.value;
+    if (v.blocks.length * bs !== n.key.length) fail(`node ${n.id} has ${v.blocks.length} blocks for ${n.key.length} tokens`);
+    if (v.lastAccess > s.clock || (p !== root && p.value.lastAccess < v.lastAccess)) fail(`node ${n.id} last access is newer than its parent's`);
+    if (v.lockRef !== (pins.get(n) ?? 0)) fail(`node ${n.id} lockRef ${v.lockRef}, handles account for ${pins.get(n) ?? 0}`);
+    if (v.ownerSeqId === null) fail(`node ${n.id} has no owner`);
+    const list = owned.get(v.ownerSeqId!) ?? [];
     list.push(n);
-    owned.set(n.ownerSeqId!, list);
-    for (const id of n.blocks) {
+    owned.set(v.ownerSeqId!, list);
+    for (const id of v.blocks) {
       if (cachedSeen[id] === 1) fail(`block ${id} is stored twice`);
       cachedSeen[id] = 1;
       if (s.pool.refCount(id) < 1) fail(`cached block ${id} is free`);
     }
-    if (n.lockRef === 0) evictable += n.blocks.length;
-    else protectedBlocks += n.blocks.length;
-    if (n.lockRef === 0 && isLeaf(n)) evictableLeaves.push(n);
-    for (const c of n.children.values()) stack.push(c);
+    if (v.lockRef === 0) evictable += v.blocks.length;
+    else protectedBlocks += v.blocks.length;
+    if (v.lockRef === 0 && n.children.size === 0) evictableLeaves.push(n);
   }
   for (let id = 0; id < s.cached.length; id++) if (s.cached[id] !== cachedSeen[id]) fail(`cached-block flag of ${id} is stale`);
-  if (numNodes !== s.numNodes) fail(`numNodes ${s.numNodes}, recount ${numNodes}`);
   if (evictable !== s.numEvictableBlocks) fail(`numEvictableBlocks ${s.numEvictableBlocks}, recount ${evictable}`);
   if (protectedBlocks !== s.numProtectedBlocks) fail(`numProtectedBlocks ${s.numProtectedBlocks}, recount ${protectedBlocks}`);
 
   // Every evictable leaf is reachable by eviction: a heap entry carrying its current stamp.
   const queued = new Set<RadixNode>();
-  for (const e of s.heapEntries) if (e.stamp === e.item.lastAccess) queued.add(e.item);
+  for (const e of s.heapEntries) if (e.stamp === e.node.value.lastAccess) queued.add(e.node);
   for (const n of evictableLeaves) if (!queued.has(n)) fail(`evictable leaf ${n.id} is not in the eviction heap`);
 
   // Owners: counts match, each owner's nodes lie on one root path, each owner id is acquired.

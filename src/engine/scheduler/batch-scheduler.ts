@@ -7,13 +7,20 @@
 // Each continuous step:
 //   1. drop requests whose client left (cost guard: only when an abort is pending);
 //   2. running requests in deadline order get their next tokens (decode or the next prefill
-//      chunk), under the per-step token budget and the free blocks — when blocks run out the
-//      running request with the latest deadline is preempted (recompute) to the front of the queue;
-//   3. waiting requests are admitted in EDF order while the budget, sequence ids and blocks last.
+//      chunk), under the per-step token budget and the free blocks — when blocks run out for decode
+//      growth, the running request with the latest deadline is preempted (recompute) to the front
+//      of the queue, unless it was already preempted `maxPreemptions` times: then it is kept and
+//      the growing request waits a step (if no request at all could run, the latest deadline goes
+//      anyway, counted in numForcedPreemptions — nothing else breaks that deadlock);
+//   3. waiting requests are started in queue (EDF) order while the budget, sequence ids and blocks
+//      last. A request starts only when its WHOLE prompt fits beside the running requests and a
+//      watermark (kv-manager.ts), so prompts never evict each other half way (issue 9: 690
+//      preemptions for 76 requests when only the first chunk's blocks were checked). Why starting
+//      stopped is published in the snapshot (`stopReason`).
 // Prompt tokens in one step are capped by `prefillChunkTokens` (all requests together), which is
 // what bounds a step's time and so the inter-token latency of everyone decoding.
 // `decode-first` (default) gives every decoding request its token before any prompt chunk;
-// `prefill-first` gives prompt chunks and admissions the budget first — measured to stall every
+// `prefill-first` gives prompt chunks and new requests the budget first — measured to stall every
 // stream for seconds while prompts queue (docs/benchmarks.md, results/peer/rate-0.6/headroom-r4).
 
 import type { Request } from '../request.ts';
@@ -22,11 +29,14 @@ import type { EndRequest, FinishReason } from '../request.ts';
 import { OutputCollector } from '../outputs.ts';
 import type { RequestOutput } from '../outputs.ts';
 import type { StepItem, StepResult } from '../plan.ts';
-import { KvManager } from './kv-manager.ts';
-import type { KvManagerOptions } from './kv-manager.ts';
-import type { ScheduledItem, Scheduler, SchedulerPlan, SchedulerSnapshot } from './scheduler.ts';
+import type { KvManager, KvManagerOptions } from './kv-manager.ts';
+import { createKvManager } from './kv-manager-factory.ts';
+import type { RequestQueue } from './request-queue.ts';
+import type { ScheduledItem, Scheduler, SchedulerPlan, SchedulerSnapshot, StopReason } from './scheduler.ts';
 import { emptySchedulerPlan } from './scheduler.ts';
-import { WaitQueue } from './wait-queue.ts';
+
+/** Preemptions after which a request is not preempted again before it finishes (by default). */
+export const DEFAULT_MAX_PREEMPTIONS = 2;
 
 export interface BatchSchedulerOptions {
   readonly policy: 'continuous' | 'static';
@@ -42,6 +52,10 @@ export interface BatchSchedulerOptions {
   /** ... or once the oldest waiting request has waited this long, ms. */
   readonly staticWaitMs: number;
   readonly kv: KvManagerOptions;
+  /** The wait queue (the factory passes an EDF WaitQueue). */
+  readonly queue: RequestQueue;
+  /** A request preempted this many times is not chosen as a victim again (default 2). */
+  readonly maxPreemptions?: number;
 }
 
 /** What is left of one step's budget while it is being planned. */
@@ -54,15 +68,18 @@ export class BatchScheduler implements Scheduler {
   readonly name: 'continuous' | 'static';
   readonly #opts: BatchSchedulerOptions;
   readonly #kv: KvManager;
-  readonly #waiting = new WaitQueue();
-  /** Running requests, in admission order. */
+  readonly #waiting: RequestQueue;
+  readonly #maxPreemptions: number;
+  /** Running requests, in the order they started. */
   #running: Request[] = [];
   #numAbortsPending = 0;
   /** Static batching: the oldest arrival in the wait queue, or null when it must be recomputed. */
   #oldestWaitingMs: number | null = null;
   #numPreemptions = 0;
+  #numForcedPreemptions = 0;
   #numRunnerRefusals = 0;
   readonly #outputs = new OutputCollector();
+  #stopReason: StopReason = 'none_waiting';
 
   constructor(opts: BatchSchedulerOptions) {
     const ints: (keyof BatchSchedulerOptions)[] = ['maxBatchTokens', 'maxRunning', 'prefillChunkTokens', 'staticBatchSize'];
@@ -71,13 +88,27 @@ export class BatchScheduler implements Scheduler {
       if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) throw new Error(`BatchScheduler: expected ${k} to be a positive integer, got ${JSON.stringify(v)}`);
     }
     if (opts.maxRunning > opts.kv.maxSequences) throw new Error(`BatchScheduler: expected maxRunning ≤ ${opts.kv.maxSequences} sequence ids, got ${opts.maxRunning}`);
+    const maxPreemptions = opts.maxPreemptions ?? DEFAULT_MAX_PREEMPTIONS;
+    if (!Number.isInteger(maxPreemptions) || maxPreemptions < 0) throw new Error(`BatchScheduler: expected maxPreemptions to be a non-negative integer, got ${JSON.stringify(opts.maxPreemptions)}`);
     this.name = opts.policy;
     this.#opts = opts;
-    this.#kv = new KvManager(opts.kv);
+    this.#kv = createKvManager(opts.kv);
+    this.#waiting = opts.queue;
+    this.#maxPreemptions = maxPreemptions;
   }
 
   get numUnfinished(): number {
     return this.#waiting.size + this.#running.length;
+  }
+
+  /** Prompt tokens the prefix cache holds now for this prompt; pure (no LRU touch, pin or statistics). */
+  peekCachedTokens(promptTokens: readonly number[]): number {
+    return this.#kv.peekCachedTokens(promptTokens);
+  }
+
+  /** Preemptions of a request already at the cap, to break a step where nothing could run. */
+  get numForcedPreemptions(): number {
+    return this.#numForcedPreemptions;
   }
 
   /** Times llama.cpp refused a batch the accounting admitted (must stay 0). */
@@ -102,22 +133,27 @@ export class BatchScheduler implements Scheduler {
     const scheduled: ScheduledItem[] = [];
     let wakeAtMs: number | null = null;
     if (this.#opts.policy === 'static') {
+      this.#stopReason = 'static_batch_running';
       if (this.#running.length === 0) {
         const fill = this.#staticReady(nowMs);
-        // The whole batch is admitted now (prompts beyond this step's budget get their tokens in later steps).
-        if (fill === true) this.#admit(budget, scheduled, Math.min(this.#opts.staticBatchSize, this.#opts.maxRunning), nowMs, true);
-        else wakeAtMs = fill;
+        // The whole batch starts now (prompts beyond this step's budget get their tokens in later steps).
+        if (fill === true) this.#startWaiting(budget, scheduled, Math.min(this.#opts.staticBatchSize, this.#opts.maxRunning), nowMs, true);
+        else {
+          wakeAtMs = fill;
+          this.#stopReason = fill === null ? 'none_waiting' : 'static_filling';
+        }
       }
       this.#continueRunning(budget, scheduled);
     } else if (this.#opts.priority === 'prefill-first') {
       this.#continueRunning(budget, scheduled, 'prefill');
-      this.#admit(budget, scheduled, this.#opts.maxRunning, nowMs);
+      this.#startWaiting(budget, scheduled, this.#opts.maxRunning, nowMs);
       this.#continueRunning(budget, scheduled, 'decode');
     } else {
       this.#continueRunning(budget, scheduled, 'decode');
       this.#continueRunning(budget, scheduled, 'prefill');
-      this.#admit(budget, scheduled, this.#opts.maxRunning, nowMs);
+      this.#startWaiting(budget, scheduled, this.#opts.maxRunning, nowMs);
     }
+    if (scheduled.length === 0 && this.#running.length > 0) this.#unstick(budget, scheduled, nowMs);
     const kvOps = this.#kv.takeKvOps();
     const outputs = this.#outputs.take();
     if (scheduled.length === 0) return { ...emptySchedulerPlan(wakeAtMs), runner: { kvOps, items: [] }, outputs };
@@ -160,10 +196,6 @@ export class BatchScheduler implements Scheduler {
     return this.#outputs.take();
   }
 
-  peekCachedTokens(): number {
-    return 0; // wired to the prefix cache's pure peek with the KV manager split
-  }
-
   snapshot(): SchedulerSnapshot {
     return {
       name: this.name,
@@ -173,6 +205,9 @@ export class BatchScheduler implements Scheduler {
       maxSequences: this.#opts.kv.maxSequences,
       numPreemptions: this.#numPreemptions,
       kv: this.#kv.snapshot(this.#running),
+      stopReason: this.#stopReason,
+      numReservedBlocks: this.#kv.numReservedBlocks(this.#running),
+      numFreeBlocks: this.#kv.numFreeBlocks,
     };
   }
 
@@ -189,7 +224,7 @@ export class BatchScheduler implements Scheduler {
     if (this.#waiting.size === 0) return null;
     if (this.#waiting.size >= this.#opts.staticBatchSize) return true;
     // Cost guard: the O(queue) scan for the oldest arrival runs once per change of the queue's
-    // membership by admission or preemption, not on every idle wake-up.
+    // membership by a start or a preemption, not on every idle wake-up.
     if (this.#oldestWaitingMs === null) {
       let oldest = Infinity;
       for (const r of this.#waiting) oldest = Math.min(oldest, r.arrivalMs);
@@ -199,7 +234,7 @@ export class BatchScheduler implements Scheduler {
     return nowMs >= due ? true : due;
   }
 
-  /** Give running requests their next tokens, earliest deadline first; preempt the latest deadline when blocks run out. */
+  /** Give running requests their next tokens, earliest deadline first; preempt for decode growth (see the header). */
   #continueRunning(budget: Budget, scheduled: ScheduledItem[], only?: 'prefill' | 'decode'): void {
     const taken = new Set(scheduled.map((s) => s.request));
     const order = [...this.#running].sort((a, b) => a.deadlineMs - b.deadlineMs);
@@ -211,14 +246,7 @@ export class BatchScheduler implements Scheduler {
       if (only === 'prefill' && isDecode) continue;
       if (only === 'decode' && !isDecode) continue;
       const n = isDecode ? 1 : Math.min(remaining, budget.tokens, budget.prefillTokens);
-      if (n === 0) continue;
-      while (!this.#kv.grow(req, n)) {
-        const victim = this.#latestDeadline(taken);
-        if (victim === undefined) return;
-        this.#preempt(victim);
-        if (victim === req) break;
-      }
-      if (req.status !== RequestStatus.RUNNING) continue;
+      if (n === 0 || !this.#makeRoom(req, n, taken)) continue;
       scheduled.push({ request: req, numNewTokens: n });
       taken.add(req);
       budget.tokens -= n;
@@ -226,12 +254,50 @@ export class BatchScheduler implements Scheduler {
     }
   }
 
-  #admit(budget: Budget, scheduled: ScheduledItem[], maxRunning: number, nowMs: number, wholeBatch = false): void {
-    while ((Math.min(budget.tokens, budget.prefillTokens) > 0 || wholeBatch) && this.#running.length < maxRunning) {
+  /** Room for `n` more tokens of `req`, preempting requests below the cap; false when it must wait (or was preempted itself). */
+  #makeRoom(req: Request, n: number, taken: ReadonlySet<Request>): boolean {
+    while (!this.#kv.grow(req, n)) {
+      const victim = this.#latestDeadline(taken, (r) => r.numPreemptions < this.#maxPreemptions);
+      if (victim === undefined) return false;
+      this.#preempt(victim);
+      if (victim === req) return false;
+    }
+    return true;
+  }
+
+  /**
+   * Nothing could run although requests are running: each needs a block and every other one is at
+   * the preemption cap. A lone request that cannot grow never will (its tokens fill the pool): it
+   * ends with an error. Otherwise the latest deadline goes regardless of the cap.
+   */
+  #unstick(budget: Budget, scheduled: ScheduledItem[], nowMs: number): void {
+    if (this.#running.length === 1) {
+      const [req] = this.#running;
+      this.#end(req!, 'error', nowMs, `request ${req!.id} needs more KV cells than the pool holds (${req!.numTokens} tokens)`);
+      return;
+    }
+    const victim = this.#latestDeadline(new Set(), () => true)!;
+    this.#numForcedPreemptions++;
+    this.#preempt(victim);
+    this.#continueRunning(budget, scheduled);
+  }
+
+  /** Start waiting requests in queue order while budget, sequence ids and blocks last; records why it stopped. */
+  #startWaiting(budget: Budget, scheduled: ScheduledItem[], maxRunning: number, nowMs: number, wholeBatch = false): void {
+    for (;;) {
       const req = this.#waiting.peek();
-      if (req === undefined) return;
-      const r = this.#kv.admit(req, Math.min(budget.tokens, budget.prefillTokens));
-      if (!r.ok) return; // head-of-line: EDF order is kept; the next step tries again
+      if (req === undefined) return void (this.#stopReason = 'none_waiting');
+      if (this.#running.length >= maxRunning) return void (this.#stopReason = 'max_running');
+      if (Math.min(budget.tokens, budget.prefillTokens) <= 0 && !wholeBatch) return void (this.#stopReason = 'budget');
+      const r = this.#kv.allocate(req, Math.min(budget.tokens, budget.prefillTokens));
+      if (!r.ok) {
+        if (r.reason !== 'never_fits') return void (this.#stopReason = r.reason); // head-of-line: queue order is kept; the next step tries again
+        this.#waiting.pop();
+        this.#oldestWaitingMs = null;
+        req.finish('error', nowMs, `request ${req.id} needs ${req.numTokens} KV cells at start, more than the pool holds`);
+        this.#outputs.touch(req);
+        continue;
+      }
       this.#waiting.pop();
       this.#oldestWaitingMs = null;
       req.status = RequestStatus.RUNNING;
@@ -247,10 +313,10 @@ export class BatchScheduler implements Scheduler {
     }
   }
 
-  #latestDeadline(exclude: ReadonlySet<Request>): Request | undefined {
+  #latestDeadline(exclude: ReadonlySet<Request>, eligible: (r: Request) => boolean): Request | undefined {
     let victim: Request | undefined;
     for (const r of this.#running) {
-      if (exclude.has(r)) continue;
+      if (exclude.has(r) || !eligible(r)) continue;
       if (victim === undefined || r.deadlineMs > victim.deadlineMs) victim = r;
     }
     return victim;

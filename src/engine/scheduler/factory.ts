@@ -4,6 +4,7 @@ import type { RunnerInfo } from '../runner/runner.ts';
 import { BatchScheduler } from './batch-scheduler.ts';
 import { FifoScheduler } from './fifo.ts';
 import type { Scheduler } from './scheduler.ts';
+import { WaitQueue } from './wait-queue.ts';
 
 /**
  * Prompt tokens per step by default. On this class of machine (2 cores) a 512-token step of the
@@ -32,10 +33,14 @@ export interface SchedulerConfig {
   readonly maxOutputTokens?: number;
   /** Most of the pool unreferenced cached prefixes may keep (0..1], default 1. */
   readonly cacheMaxFraction?: number;
+  /** Share of the pool a new request must leave free for running requests' decode growth (paged; default 0.01). */
+  readonly kvWatermark?: number;
+  /** Preemptions after which a request is not preempted again (default 2). */
+  readonly maxPreemptions?: number;
 }
 
 export function createScheduler(config: SchedulerConfig, runner: RunnerInfo): Scheduler {
-  if (config.scheduler === 'fifo') return new FifoScheduler({ maxBatchTokens: runner.maxBatchTokens });
+  if (config.scheduler === 'fifo') return new FifoScheduler({ maxBatchTokens: runner.maxBatchTokens, queue: new WaitQueue() });
   if (config.scheduler !== 'static' && config.scheduler !== 'continuous') throw new Error(`unknown scheduler '${String(config.scheduler)}'; expected fifo, static or continuous`);
   const kv = config.kv ?? 'paged';
   return new BatchScheduler({
@@ -46,6 +51,8 @@ export function createScheduler(config: SchedulerConfig, runner: RunnerInfo): Sc
     priority: config.priority ?? 'decode-first',
     staticBatchSize: config.staticBatchSize ?? Math.min(8, runner.maxSequences),
     staticWaitMs: config.staticWaitMs ?? 50,
+    queue: new WaitQueue(),
+    ...(config.maxPreemptions === undefined ? {} : { maxPreemptions: config.maxPreemptions }),
     kv: {
       mode: kv,
       prefixCache: kv === 'paged' && (config.prefixCache ?? true),
@@ -54,6 +61,7 @@ export function createScheduler(config: SchedulerConfig, runner: RunnerInfo): Sc
       maxSequences: runner.maxSequences,
       maxOutputTokens: config.maxOutputTokens ?? 1024,
       ...(config.cacheMaxFraction === undefined ? {} : { cacheMaxFraction: config.cacheMaxFraction }),
+      ...(config.kvWatermark === undefined ? {} : { watermarkFraction: config.kvWatermark }),
     },
   });
 }

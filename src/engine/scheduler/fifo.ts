@@ -11,18 +11,20 @@ import type { KvOp, StepItem, StepResult } from '../plan.ts';
 import { asSeqId } from '../plan.ts';
 import type { Scheduler, SchedulerPlan, SchedulerSnapshot } from './scheduler.ts';
 import { emptySchedulerPlan } from './scheduler.ts';
-import { WaitQueue } from './wait-queue.ts';
+import type { RequestQueue } from './request-queue.ts';
 
 const SEQ = asSeqId(0);
 
 export interface FifoOptions {
   readonly maxBatchTokens: number;
+  /** The wait queue (the factory passes an EDF WaitQueue). */
+  readonly queue: RequestQueue;
 }
 
 export class FifoScheduler implements Scheduler {
   readonly name = 'fifo' as const;
   readonly #opts: FifoOptions;
-  readonly #waiting = new WaitQueue();
+  readonly #waiting: RequestQueue;
   #running: Request | null = null;
   #pendingKvOps: KvOp[] = [];
   readonly #outputs = new OutputCollector();
@@ -30,6 +32,7 @@ export class FifoScheduler implements Scheduler {
   constructor(opts: FifoOptions) {
     if (!(opts.maxBatchTokens >= 1)) throw new Error(`FifoScheduler: expected maxBatchTokens ≥ 1, got ${opts.maxBatchTokens}`);
     this.#opts = opts;
+    this.#waiting = opts.queue;
   }
 
   get numUnfinished(): number {
@@ -111,6 +114,9 @@ export class FifoScheduler implements Scheduler {
       maxSequences: 1,
       numPreemptions: 0,
       kv: { mode: 'none', numBlocks: 0, numFreeBlocks: 0, blockSize: 0, usage: 0, fragmentation: 0, prefixCache: null, numCopyOnWrite: 0 },
+      stopReason: this.#waiting.size === 0 ? 'none_waiting' : 'max_running',
+      numReservedBlocks: 0,
+      numFreeBlocks: 0,
     };
   }
 

@@ -49,6 +49,19 @@ export interface KvSnapshot {
   readonly numCopyOnWrite: number;
 }
 
+/**
+ * Why the scheduler stopped starting waiting requests in its last step (SGLang's AddReqResult):
+ * the admission controller and the metrics read it instead of guessing.
+ * - none_waiting: nothing was waiting;
+ * - budget: the step's token (or prompt-token) budget ran out;
+ * - no_seq_id: no llama.cpp sequence id was free (the cache gave back what it could);
+ * - no_blocks: the head request's whole prompt did not fit beside the running requests and the watermark;
+ * - max_running: the running set is full;
+ * - static_batch_running: static batching runs a batch to completion before starting another;
+ * - static_filling: static batching is waiting for a batch to fill (or its timeout).
+ */
+export type StopReason = 'none_waiting' | 'budget' | 'no_seq_id' | 'no_blocks' | 'max_running' | 'static_batch_running' | 'static_filling';
+
 export interface SchedulerSnapshot {
   readonly name: string;
   readonly numWaiting: number;
@@ -57,6 +70,12 @@ export interface SchedulerSnapshot {
   readonly maxSequences: number;
   readonly numPreemptions: number;
   readonly kv: KvSnapshot;
+  /** Why the last step stopped starting waiting requests. */
+  readonly stopReason: StopReason;
+  /** Blocks held by running requests ahead of their computed tokens (the rest of their prompts); cells for contiguous KV. */
+  readonly numReservedBlocks: number;
+  /** Free blocks now (cells for contiguous KV; 0 where there is no KV accounting). */
+  readonly numFreeBlocks: number;
 }
 
 export interface Scheduler {

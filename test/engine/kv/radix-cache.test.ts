@@ -89,7 +89,7 @@ describe('RadixCache', () => {
     const w = world(32);
     const a = w.prefill([1, 2, 3, 4, 5, 6, 7]); // caches 6 tokens (3 blocks): the partial block never
     assert.equal(a.numCachedTokens, 6);
-    assert.equal(w.cache.match([1, 2, 3], { recordStats: false }).numTokens, 2);
+    assert.equal(w.cache.peek([1, 2, 3]), 2);
     // B shares 2 blocks with A, then diverges: A's node splits; B owns the new branch only.
     const bSeq = w.seqIds.acquire();
     w.running.add(bSeq);
@@ -195,6 +195,31 @@ describe('RadixCache', () => {
     assert.deepEqual([w.cache.numHitTokens, w.cache.numQueryTokens, w.cache.hitRate], [4, 8, 0.5]);
   });
 
+  it('a partial hit on a long node pins only the matched blocks: the rest stays evictable', () => {
+    const w = world(16);
+    w.end(w.prefill([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12])); // one node of 6 blocks
+    const m = w.cache.match([1, 2, 7, 7]);
+    assert.deepEqual([m.numTokens, m.blocks], [2, ids(0)]);
+    assert.equal(w.cache.numProtectedBlocks, 1, 'the node was split where the query left it');
+    assert.equal(w.cache.evict(100).numBlocksFreed, 5);
+    w.cache.release(m.handle);
+    w.check();
+  });
+
+  it('peek answers what match would, with no LRU touch, pin or statistics', () => {
+    const w = world(16);
+    w.end(w.prefill([1, 2, 3, 4])); // older: evicted first
+    w.end(w.prefill([5, 6, 7, 8]));
+    const before = [w.cache.numQueryTokens, w.cache.numHitTokens, w.cache.numHandles, w.cache.numEvictableBlocks, w.cache.numProtectedBlocks];
+    assert.equal(w.cache.peek([1, 2, 3, 4, 9]), 4);
+    assert.equal(w.cache.peek([1, 2, 3]), 2, 'whole blocks only');
+    assert.equal(w.cache.peek([7, 7]), 0);
+    assert.deepEqual([w.cache.numQueryTokens, w.cache.numHitTokens, w.cache.numHandles, w.cache.numEvictableBlocks, w.cache.numProtectedBlocks], before);
+    // Had peek touched [1, 2, 3, 4], the other prefix would be the least recently used.
+    assert.deepEqual(w.cache.evict(1).kvOps[0], { kind: 'remove', seqId: 0, p0: 0, p1: 4 });
+    w.check();
+  });
+
   it('differential: match agrees with a naive list of inserted prefixes (tokens, blocks, owner)', () => {
     const bs = 2;
     const query = fc.array(fc.integer({ min: 0, max: 2 }), { maxLength: 12 });
@@ -219,8 +244,10 @@ describe('RadixCache', () => {
             if (!r.ownsNodes) seqIds.release(seqId);
             inserted.push({ tokens, blocks, seqId });
           } else {
+            const peeked = cache.peek(tokens);
             const m = cache.match(tokens);
             cache.release(m.handle);
+            assert.equal(peeked, m.numTokens, 'peek and match agree');
             const numBlocks = Math.max(0, ...inserted.map((e) => common(tokens, e.tokens)));
             assert.equal(m.numTokens, numBlocks * bs);
             // Existing nodes keep their blocks: block j comes from the first insert that reached it.

@@ -26,7 +26,7 @@ interface Req {
   numCachedTokens: number;
 }
 
-const STATES = ['prefix hit', 'copy-on-write', 'eviction', 'edge split', 'pool exhausted', 'seq ids exhausted', 'owner released', 'preempted'];
+const STATES = ['prefix hit', 'peek hit', 'copy-on-write', 'eviction', 'edge split', 'pool exhausted', 'seq ids exhausted', 'owner released', 'preempted'];
 
 class World {
   readonly pool: BlockPool;
@@ -73,7 +73,15 @@ class World {
 
   arrive(prompt: number[]): void {
     const splitsBefore = this.cache.numEdgeSplits;
+    // peek is pure: same answer as match, no statistics, pins or LRU change (the heap check in
+    // checkInvariants would see a touched node whose entry went stale without a push).
+    const counters = (): number[] => [this.cache.numQueryTokens, this.cache.numHitTokens, this.cache.numHandles, this.cache.numEvictableBlocks, this.cache.numProtectedBlocks];
+    const before = counters();
+    const peeked = this.cache.peek(prompt.slice(0, -1));
+    assert.deepEqual(counters(), before, 'peek changed the cache');
+    if (peeked > 0) this.coverage.hit('peek hit');
     const m = this.cache.match(prompt.slice(0, -1));
+    assert.equal(m.numTokens, peeked, 'peek and match disagree');
     if (m.numTokens > 0) {
       this.coverage.hit('prefix hit');
       const owner = this.cells.get(m.ownerSeqId!)!;

@@ -1,0 +1,265 @@
+// KvManager over the paged block pool and the radix prefix cache (or no cache).
+//
+// The block pool is the accounting model of llama.cpp's unified pool: `numCells / blockSize`
+// blocks, a sequence of n tokens holding ceil(n / blockSize) of them, a block shared through the
+// cache counted once (seq_cp tags cells, it does not copy them). Accounting ≥ cells really used,
+// so a batch the accounting admitted always fits (the mock runner's exact cell model checks this).
+//
+// Allocation (see kv-manager.ts): a request's table is sized for its whole prompt at start, so a
+// prompt never stops half way for want of blocks; while others run, `watermark` blocks stay free
+// for their decode growth. The check looks at free + evictable blocks before evicting anything, so
+// a request that cannot fit does not flush the cache for nothing.
+//
+// Shadow blocks: two requests with the same prefix started before either finished its prefill
+// both compute that prefix. The cache keeps the first one's blocks; the second's sequence still
+// holds its own copies of those cells, and if it goes on to own cache nodes (its longer tail), those
+// cells live as long as it does. Its duplicate blocks are therefore kept referenced ("shadow"
+// blocks) until the cache releases its sequence id.
+//
+// Prefix-cache statistics count one lookup per request: its first allocation attempt. Head-of-line
+// retries and re-starts after preemption match with `recordStats: false`.
+//
+// Complexity: allocate O(prompt + path depth + evicted nodes); grow O(new blocks + evicted);
+// release O(table + path depth); numReservedBlocks and snapshot O(running).
+
+import type { KvOp, SeqId } from '../plan.ts';
+import { BlockPool } from '../kv/block-pool.ts';
+import type { BlockId } from '../kv/block-pool.ts';
+import type { BlockTable } from '../kv/block-table.ts';
+import { numBlocksNeeded } from '../kv/block-table.ts';
+import { PagedKv } from '../kv/paged-kv.ts';
+import type { CacheHandle, EvictResult } from '../kv/radix-cache.ts';
+import { RadixCache } from '../kv/radix-cache.ts';
+import { SeqIdPool } from '../kv/seq-id-pool.ts';
+import type { Request } from '../request.ts';
+import type { AllocateResult, KvManager, KvManagerOptions } from './kv-manager.ts';
+import type { KvSnapshot } from './scheduler.ts';
+
+export const DEFAULT_WATERMARK_FRACTION = 0.01;
+
+interface SeqState {
+  readonly seqId: SeqId;
+  readonly table: BlockTable;
+  /** Pin on the cache path this sequence inserted (held while it runs). */
+  handle: CacheHandle | null;
+  /** Tokens of this sequence now stored in the cache (0 before its insert). */
+  numCachedTokens: number;
+}
+
+export class PagedKvManager implements KvManager {
+  readonly #opts: KvManagerOptions;
+  readonly #seqIds: SeqIdPool;
+  readonly #pool: BlockPool;
+  readonly #paged: PagedKv;
+  readonly #radix: RadixCache | null;
+  /** Blocks a new request must leave free while others run. */
+  readonly #watermark: number;
+  readonly #states = new Map<Request, SeqState>();
+  readonly #shadows = new Map<SeqId, BlockId[]>();
+  /** Requests whose prefix lookup has been counted in the cache statistics. */
+  readonly #lookedUp = new WeakSet<Request>();
+  #kvOps: KvOp[] = [];
+
+  constructor(opts: KvManagerOptions) {
+    if (opts.mode !== 'paged') throw new Error(`PagedKvManager: expected mode 'paged', got '${opts.mode}'`);
+    if (opts.cacheMaxFraction !== undefined && !(opts.cacheMaxFraction > 0 && opts.cacheMaxFraction <= 1)) throw new Error(`KvManager: expected cacheMaxFraction in (0, 1], got ${opts.cacheMaxFraction}`);
+    const wm = opts.watermarkFraction ?? DEFAULT_WATERMARK_FRACTION;
+    if (!(wm >= 0 && wm <= 0.5)) throw new Error(`KvManager: expected watermarkFraction in [0, 0.5], got ${opts.watermarkFraction}`);
+    if (!(opts.numCells >= opts.blockSize)) throw new Error(`KvManager: expected numCells ≥ blockSize, got ${opts.numCells} < ${opts.blockSize}`);
+    this.#opts = opts;
+    this.#seqIds = new SeqIdPool({ maxSequences: opts.maxSequences });
+    this.#pool = new BlockPool({ numBlocks: Math.floor(opts.numCells / opts.blockSize), blockSize: opts.blockSize });
+    this.#paged = new PagedKv({ pool: this.#pool });
+    this.#radix = opts.prefixCache ? new RadixCache({ pool: this.#pool, seqIdPool: this.#seqIds }) : null;
+    this.#watermark = Math.ceil(wm * this.#pool.numBlocks);
+  }
+
+  get numFreeSeqIds(): number {
+    return this.#seqIds.numFree;
+  }
+
+  get numFreeBlocks(): number {
+    return this.#pool.numFree;
+  }
+
+  takeKvOps(): KvOp[] {
+    const ops = this.#kvOps;
+    this.#kvOps = [];
+    return ops;
+  }
+
+  allocate(req: Request, maxNewTokens: number): AllocateResult {
+    if (this.#states.has(req)) throw new Error(`bug: request ${req.id} allocated twice`);
+    const pool = this.#pool;
+    const numBlocksAll = numBlocksNeeded(req.numTokens, pool.blockSize);
+    if (numBlocksAll > pool.numBlocks) return { ok: false, reason: 'never_fits' };
+    if (!this.#seqIds.canAcquire()) this.#evictForSeqId();
+    if (!this.#seqIds.canAcquire()) return { ok: false, reason: 'no_seq_id' };
+
+    const recordStats = !this.#lookedUp.has(req);
+    this.#lookedUp.add(req);
+    // The last token is always computed: its logits give the first sample.
+    const match = this.#radix?.match(req.tokensIn(0, req.numTokens - 1), { recordStats }) ?? null;
+    try {
+      const numCached = match?.numTokens ?? 0;
+      const need = numBlocksAll - (match?.blocks.length ?? 0);
+      const keepFree = this.#states.size > 0 ? this.#watermark : 0;
+      // Cost guard: do not flush the cache for a request that cannot fit anyway (an upper bound:
+      // evicting frees unpinned nodes and the shadows of owners it releases). With nothing running
+      // eviction always makes room, so an idle engine never waits on its own cache.
+      if (this.#states.size > 0 && pool.numFree + (this.#radix?.numEvictableBlocks ?? 0) + this.#numShadowBlocks() < need + keepFree) return { ok: false, reason: 'no_blocks' };
+      // The match is pinned: evicting here cannot take the path just matched.
+      if (!pool.canAllocate(need + keepFree)) this.#evict(need + keepFree - pool.numFree);
+      if (!pool.canAllocate(need + keepFree)) return { ok: false, reason: 'no_blocks' };
+      const seqId = this.#seqIds.acquire();
+      const table = this.#paged.createTable();
+      if (match !== null && numCached > 0) {
+        this.#paged.sharePrefix(table, match.blocks, numCached);
+        this.#kvOps.push({ kind: 'copy', srcSeqId: match.ownerSeqId!, dstSeqId: seqId, p0: 0, p1: numCached });
+      }
+      this.#paged.append(table, req.numTokens - numCached);
+      this.#states.set(req, { seqId, table, handle: null, numCachedTokens: 0 });
+      return { ok: true, seqId, numCachedTokens: numCached, numNewTokens: Math.min(req.numTokens - numCached, maxNewTokens) };
+    } finally {
+      if (match !== null) this.#radix!.release(match.handle);
+    }
+  }
+
+  grow(req: Request, numNewTokens: number): boolean {
+    const st = this.#state(req);
+    const extra = req.numComputedTokens + numNewTokens - st.table.numTokens;
+    if (extra <= 0) return true; // the prompt's room was taken at start
+    const need = this.#paged.numBlocksToAppend(st.table, extra);
+    if (!this.#pool.canAllocate(need)) this.#evict(need - this.#pool.numFree);
+    if (!this.#pool.canAllocate(need)) return false;
+    this.#paged.append(st.table, extra);
+    return true;
+  }
+
+  onComputed(req: Request): void {
+    const st = this.#state(req);
+    if (this.#radix === null || st.handle !== null || req.numComputedTokens < req.numTokens) return;
+    const r = this.#radix.insert(req.tokensIn(0, req.numComputedTokens), st.table.blocks, st.seqId);
+    st.handle = r.handle;
+    st.numCachedTokens = r.numCachedTokens;
+  }
+
+  release(req: Request): void {
+    const st = this.#state(req);
+    this.#states.delete(req);
+    const radix = this.#radix;
+    let shadow: BlockId[] = [];
+    if (radix !== null && st.handle !== null) {
+      // Blocks of ours the cache did not adopt, whose cells our sequence still holds.
+      const onPath = radix.match(req.tokensIn(0, st.numCachedTokens), { recordStats: false });
+      shadow = st.table.blocks.slice(0, onPath.blocks.length).filter((b, i) => b !== onPath.blocks[i]);
+      radix.release(onPath.handle);
+      radix.release(st.handle);
+      for (const b of shadow) this.#pool.incRef(b);
+    }
+    this.#kvOps.push({ kind: 'remove', seqId: st.seqId, p0: st.numCachedTokens, p1: -1 });
+    this.#paged.free(st.table);
+    if (radix !== null && radix.ownsNodes(st.seqId)) {
+      if (shadow.length > 0) this.#shadows.set(st.seqId, shadow);
+      this.#trimCache();
+      return; // the cache holds the id now (until eviction gives it back)
+    }
+    for (const b of shadow) this.#pool.decRef(b);
+    if (st.numCachedTokens > 0) this.#kvOps.push({ kind: 'remove', seqId: st.seqId, p0: 0, p1: -1 });
+    this.#seqIds.release(st.seqId);
+  }
+
+  peekCachedTokens(promptTokens: readonly number[]): number {
+    // As at start: the last token is always computed, so it is never looked up.
+    return this.#radix?.peek(promptTokens.slice(0, -1)) ?? 0;
+  }
+
+  numReservedBlocks(running: readonly Request[]): number {
+    let n = 0;
+    for (const r of running) {
+      const t = this.#states.get(r)?.table;
+      if (t !== undefined) n += t.blocks.length - numBlocksNeeded(r.numComputedTokens, this.#pool.blockSize);
+    }
+    return n;
+  }
+
+  snapshot(running: readonly Request[]): KvSnapshot {
+    const radix = this.#radix;
+    const pool = this.#pool;
+    const prefixCache = radix === null ? null : { enabled: true, queryTokens: radix.numQueryTokens, hitTokens: radix.numHitTokens, numNodes: radix.numNodes };
+    let slack = 0;
+    let held = 0;
+    for (const r of running) {
+      const t = this.#states.get(r)?.table;
+      if (t === undefined) continue;
+      // Room taken ahead of the prompt's compute is reserved, not waste: count filled blocks only.
+      const filled = Math.min(t.blocks.length, numBlocksNeeded(r.numComputedTokens, pool.blockSize));
+      slack += filled * pool.blockSize - Math.min(r.numComputedTokens, filled * pool.blockSize);
+      held += filled * pool.blockSize;
+    }
+    return { mode: 'paged', numBlocks: pool.numBlocks, numFreeBlocks: pool.numFree, blockSize: pool.blockSize, usage: pool.numUsed / pool.numBlocks, fragmentation: held === 0 ? 0 : slack / held, prefixCache, numCopyOnWrite: pool.numCopyOnWrite };
+  }
+
+  checkInvariants(): void {
+    this.#seqIds.checkInvariants();
+    const held = [...this.#states.values()].map((s) => s.seqId);
+    if (new Set(held).size !== held.length) throw new Error('bug: two running requests share a sequence id');
+    const refs = new Map<BlockId, number>();
+    this.#paged.countBlockRefs(refs);
+    this.#radix?.countBlockRefs(refs);
+    for (const blocks of this.#shadows.values()) for (const b of blocks) refs.set(b, (refs.get(b) ?? 0) + 1);
+    this.#pool.checkInvariants(refs);
+    this.#paged.checkInvariants();
+    if (this.#radix !== null) this.#radix.checkInvariants(held);
+    else if (this.#seqIds.numFree + held.length !== this.#opts.maxSequences) throw new Error('bug: sequence ids leaked');
+    for (const s of this.#shadows.keys()) if (!this.#radix?.ownsNodes(s)) throw new Error(`bug: shadow blocks kept for sequence ${s}, which owns no cache node`);
+    for (const [req, st] of this.#states) {
+      // The allocation rule: room for the whole prompt is held from the start.
+      if (st.table.numTokens < Math.max(req.numComputedTokens, req.numPromptTokens)) throw new Error(`bug: request ${req.id} (${req.numPromptTokens} prompt tokens, ${req.numComputedTokens} computed) holds a table of ${st.table.numTokens}`);
+    }
+  }
+
+  #state(req: Request): SeqState {
+    const st = this.#states.get(req);
+    if (st === undefined) throw new Error(`bug: request ${req.id} holds no KV state`);
+    return st;
+  }
+
+  #numShadowBlocks(): number {
+    let n = 0;
+    for (const blocks of this.#shadows.values()) n += blocks.length;
+    return n;
+  }
+
+  /** Evict unreferenced cache beyond `cacheMaxFraction` of the pool. */
+  #trimCache(): void {
+    const fraction = this.#opts.cacheMaxFraction ?? 1;
+    if (fraction >= 1 || this.#radix === null) return;
+    const excess = this.#radix.numEvictableBlocks - Math.floor(fraction * this.#pool.numBlocks);
+    if (excess > 0) this.#absorb(this.#radix.evict(excess));
+  }
+
+  #evict(numBlocks: number): void {
+    if (this.#radix === null || numBlocks <= 0) return;
+    this.#absorb(this.#radix.evict(numBlocks));
+  }
+
+  /** Evict cache leaves one at a time until an owner's sequence id comes free (or nothing is left). */
+  #evictForSeqId(): void {
+    const radix = this.#radix;
+    if (radix === null) return;
+    while (!this.#seqIds.canAcquire()) {
+      const r = radix.evict(1);
+      this.#absorb(r);
+      if (r.numNodesEvicted === 0) return;
+    }
+  }
+
+  #absorb(r: EvictResult): void {
+    this.#kvOps.push(...r.kvOps);
+    for (const s of r.releasedSeqIds) {
+      for (const b of this.#shadows.get(s) ?? []) this.#pool.decRef(b);
+      this.#shadows.delete(s);
+    }
+  }
+}
