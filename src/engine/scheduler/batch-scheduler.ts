@@ -34,6 +34,7 @@ import { createKvManager } from './kv-manager-factory.ts';
 import type { RequestQueue } from './request-queue.ts';
 import type { ScheduledItem, Scheduler, SchedulerPlan, SchedulerSnapshot, StopReason } from './scheduler.ts';
 import { emptySchedulerPlan } from './scheduler.ts';
+import { ForkGroups } from './fork-groups.ts';
 
 /** Preemptions after which a request is not preempted again before it finishes (by default). */
 export const DEFAULT_MAX_PREEMPTIONS = 2;
@@ -79,6 +80,9 @@ export class BatchScheduler implements Scheduler {
   #numForcedPreemptions = 0;
   #numRunnerRefusals = 0;
   readonly #outputs = new OutputCollector();
+  /** Parallel-sampling followers parked on their leader until it can be forked (fork-groups.ts). */
+  readonly #forks = new ForkGroups();
+  #numForks = 0;
   #stopReason: StopReason = 'none_waiting';
 
   constructor(opts: BatchSchedulerOptions) {
@@ -98,7 +102,12 @@ export class BatchScheduler implements Scheduler {
   }
 
   get numUnfinished(): number {
-    return this.#waiting.size + this.#running.length;
+    return this.#waiting.size + this.#forks.size + this.#running.length;
+  }
+
+  /** Choices started as forks of another's sequence (parallel sampling). */
+  get numForks(): number {
+    return this.#numForks;
   }
 
   /** Prompt tokens the prefix cache holds now for this prompt; pure (no LRU touch, pin or statistics). */
@@ -118,6 +127,7 @@ export class BatchScheduler implements Scheduler {
 
   add(req: Request): void {
     if (req.abortRequested) this.#numAbortsPending++;
+    if (this.#forks.park(req)) return;
     this.#waiting.push(req);
     if (this.#oldestWaitingMs !== null) this.#oldestWaitingMs = Math.min(this.#oldestWaitingMs, req.arrivalMs);
   }
@@ -187,6 +197,7 @@ export class BatchScheduler implements Scheduler {
       req.samplerStarted = true;
       // Caught up with every token it had: its prefix goes into the cache now, before the sampled token extends it.
       this.#kv.onComputed(req);
+      if (this.#forks.size > 0) this.#forkFollowers(req, nowMs);
       const token = result.sampled[i];
       if (token == null) return;
       const reason = req.appendToken(token, nowMs);
@@ -199,7 +210,7 @@ export class BatchScheduler implements Scheduler {
   snapshot(): SchedulerSnapshot {
     return {
       name: this.name,
-      numWaiting: this.#waiting.size,
+      numWaiting: this.#waiting.size + this.#forks.size,
       numRunning: this.#running.length,
       numFreeSeqIds: this.#kv.numFreeSeqIds,
       maxSequences: this.#opts.kv.maxSequences,
@@ -216,6 +227,10 @@ export class BatchScheduler implements Scheduler {
       if (r.status !== RequestStatus.RUNNING || r.seqId === null) throw new Error(`bug: running request ${r.id} in status ${r.status}`);
     }
     for (const r of this.#waiting) if (r.status !== RequestStatus.WAITING) throw new Error(`bug: waiting request ${r.id} in status ${r.status}`);
+    for (const [leader, followers] of this.#forks.entries()) {
+      if (leader.numComputedTokens >= leader.numPromptTokens || !(leader.status === RequestStatus.WAITING || leader.status === RequestStatus.RUNNING)) throw new Error(`bug: followers parked on ${leader.id} (status ${leader.status}, ${leader.numComputedTokens} computed)`);
+      for (const f of followers) if (f.status !== RequestStatus.WAITING) throw new Error(`bug: parked follower ${f.id} in status ${f.status}`);
+    }
     this.#kv.checkInvariants();
   }
 
@@ -245,7 +260,7 @@ export class BatchScheduler implements Scheduler {
       const isDecode = remaining === 1 && req.numComputedTokens >= req.numPromptTokens;
       if (only === 'prefill' && isDecode) continue;
       if (only === 'decode' && !isDecode) continue;
-      const n = isDecode ? 1 : Math.min(remaining, budget.tokens, budget.prefillTokens);
+      const n = isDecode ? 1 : this.#forks.capFor(req, Math.min(remaining, budget.tokens, budget.prefillTokens));
       if (n === 0 || !this.#makeRoom(req, n, taken)) continue;
       scheduled.push({ request: req, numNewTokens: n });
       taken.add(req);
@@ -289,7 +304,7 @@ export class BatchScheduler implements Scheduler {
       if (req === undefined) return void (this.#stopReason = 'none_waiting');
       if (this.#running.length >= maxRunning) return void (this.#stopReason = 'max_running');
       if (Math.min(budget.tokens, budget.prefillTokens) <= 0 && !wholeBatch) return void (this.#stopReason = 'budget');
-      const r = this.#kv.allocate(req, Math.min(budget.tokens, budget.prefillTokens));
+      const r = this.#kv.allocate(req, this.#forks.capFor(req, Math.min(budget.tokens, budget.prefillTokens)));
       if (!r.ok) {
         if (r.reason !== 'never_fits') return void (this.#stopReason = r.reason); // head-of-line: queue order is kept; the next step tries again
         this.#waiting.pop();
@@ -308,6 +323,7 @@ export class BatchScheduler implements Scheduler {
       req.scheduledMs ??= nowMs;
       this.#running.push(req);
       if (r.numNewTokens > 0) scheduled.push({ request: req, numNewTokens: r.numNewTokens });
+      else if (this.#forks.size > 0) this.#forkFollowers(req, nowMs); // a cache hit already covers all but its last prompt token
       budget.tokens -= r.numNewTokens;
       budget.prefillTokens -= r.numNewTokens;
     }
@@ -336,7 +352,29 @@ export class BatchScheduler implements Scheduler {
     this.#oldestWaitingMs = null;
   }
 
+  /** `leader` has all but its last prompt token in KV: start its parked followers as forks of it (or on their own). */
+  #forkFollowers(leader: Request, nowMs: number): void {
+    const followers = this.#forks.takeReady(leader);
+    if (followers === null) return;
+    for (const f of followers) {
+      const r = this.#running.length < this.#opts.maxRunning && !f.abortRequested ? this.#kv.fork(leader, f, leader.numComputedTokens) : null;
+      if (r === null || !r.ok) {
+        this.#waiting.push(f);
+        this.#oldestWaitingMs = null;
+        continue;
+      }
+      f.status = RequestStatus.RUNNING;
+      f.seqId = r.seqId;
+      f.numComputedTokens = r.numCachedTokens;
+      f.samplerStarted = false;
+      f.scheduledMs ??= nowMs;
+      this.#running.push(f);
+      this.#numForks++;
+    }
+  }
+
   #end(req: Request, reason: FinishReason, nowMs: number, message?: string): void {
+    for (const f of this.#forks.release(req)) this.#waiting.push(f);
     this.#kv.release(req);
     this.#running = this.#running.filter((r) => r !== req);
     req.seqId = null;
@@ -347,7 +385,7 @@ export class BatchScheduler implements Scheduler {
   #dropAborted(nowMs: number): void {
     if (this.#numAbortsPending === 0) return; // cost guard: the O(queue) scan runs only when a client left
     this.#numAbortsPending = 0;
-    for (const r of this.#waiting.removeWhere((x) => x.abortRequested)) {
+    for (const r of [...this.#waiting.removeWhere((x) => x.abortRequested), ...this.#forks.removeWhere((x) => x.abortRequested)]) {
       r.finish(r.endReason, nowMs);
       this.#outputs.touch(r);
     }

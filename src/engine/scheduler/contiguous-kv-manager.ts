@@ -59,6 +59,15 @@ export class ContiguousKvManager implements KvManager {
     return { ok: true, seqId, numCachedTokens: 0, numNewTokens: Math.min(req.numTokens, maxNewTokens) };
   }
 
+  /** A slab of its own (the contiguous model reserves whole sequences), its first cells shared with the parent's. */
+  fork(parent: Request, child: Request, numShared: number): AllocateResult {
+    const from = this.#state(parent);
+    const r = this.allocate(child, 0);
+    if (!r.ok) return r;
+    this.#kvOps.push({ kind: 'copy', srcSeqId: from.seqId, dstSeqId: r.seqId, p0: 0, p1: numShared });
+    return { ok: true, seqId: r.seqId, numCachedTokens: numShared, numNewTokens: child.numTokens - numShared };
+  }
+
   grow(req: Request, numNewTokens: number): boolean {
     const st = this.#state(req);
     if (req.numComputedTokens + numNewTokens > st.slab.numCells) throw new Error(`bug: request ${req.id} outgrew its contiguous slab`);

@@ -58,6 +58,12 @@ export interface KvManager {
    * Nothing changes when it fails (evictions it made stay: they were unpinned cache).
    */
   allocate(req: Request, maxNewTokens: number): AllocateResult;
+  /**
+   * Parallel sampling: start `child` as a fork of the running `parent`, sharing the cells of its
+   * first `numShared` tokens (a seq_cp: copy-on-write in the accounting) plus room for the rest of
+   * the child's prompt. Nothing changes when it fails; the child then starts on its own.
+   */
+  fork(parent: Request, child: Request, numShared: number): AllocateResult;
   /** Room for `numNewTokens` more tokens of a running request (evicting cache if needed); false when there is none. */
   grow(req: Request, numNewTokens: number): boolean;
   /** After a step: a sequence that caught up with all its tokens puts its prefix in the cache (once per start). */

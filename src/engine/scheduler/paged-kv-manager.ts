@@ -125,6 +125,32 @@ export class PagedKvManager implements KvManager {
     }
   }
 
+  fork(parent: Request, child: Request, numShared: number): AllocateResult {
+    if (this.#states.has(child)) throw new Error(`bug: request ${child.id} allocated twice`);
+    const from = this.#state(parent);
+    if (!(numShared >= 1 && numShared <= parent.numComputedTokens && numShared < child.numTokens)) {
+      throw new Error(`bug: fork of ${parent.id} sharing ${numShared} tokens (${parent.numComputedTokens} computed, child of ${child.numTokens})`);
+    }
+    if (!this.#seqIds.canAcquire()) this.#evictForSeqId();
+    if (!this.#seqIds.canAcquire()) return { ok: false, reason: 'no_seq_id' };
+    const pool = this.#pool;
+    const shared = from.table.blocks.slice(0, numBlocksNeeded(numShared, pool.blockSize));
+    const table = this.#paged.createTable();
+    this.#paged.sharePrefix(table, shared, numShared);
+    // The rest of the child's prompt, a copy of a shared partial last block included, under the same watermark as a start.
+    const need = this.#paged.numBlocksToAppend(table, child.numTokens - numShared);
+    if (!pool.canAllocate(need + this.#watermark)) this.#evict(need + this.#watermark - pool.numFree);
+    if (!pool.canAllocate(need + this.#watermark)) {
+      this.#paged.free(table);
+      return { ok: false, reason: 'no_blocks' };
+    }
+    this.#paged.append(table, child.numTokens - numShared);
+    const seqId = this.#seqIds.acquire();
+    this.#kvOps.push({ kind: 'copy', srcSeqId: from.seqId, dstSeqId: seqId, p0: 0, p1: numShared });
+    this.#states.set(child, { seqId, table, handle: null, numCachedTokens: 0 });
+    return { ok: true, seqId, numCachedTokens: numShared, numNewTokens: child.numTokens - numShared };
+  }
+
   grow(req: Request, numNewTokens: number): boolean {
     const st = this.#state(req);
     const extra = req.numComputedTokens + numNewTokens - st.table.numTokens;
