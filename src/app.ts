@@ -28,6 +28,7 @@ import type { SchedulerConfig } from './engine/scheduler/factory.ts';
 import { createScheduler } from './engine/scheduler/factory.ts';
 import type { ObservabilityOptions } from './obs/observability.ts';
 import { Observability } from './obs/observability.ts';
+import { bug } from './util/bug.ts';
 
 export interface HeadroomOptions {
   /** A runner, or how to load one after the server listens. */
@@ -95,17 +96,17 @@ export class Headroom {
 
   /** The engine; a bug to ask before the model is loaded. */
   get engine(): Engine {
-    if (this.#engine === null) throw new Error('bug: the engine is asked for before the model is loaded');
+    if (this.#engine === null) bug('the engine is asked for before the model is loaded');
     return this.#engine;
   }
 
   get backend(): EngineBackend {
-    if (this.#backend === null) throw new Error('bug: the backend is asked for before the model is loaded');
+    if (this.#backend === null) bug('the backend is asked for before the model is loaded');
     return this.#backend;
   }
 
   get obs(): Observability {
-    if (this.#obs === null) throw new Error('bug: observability is asked for before the model is loaded');
+    if (this.#obs === null) bug('observability is asked for before the model is loaded');
     return this.#obs;
   }
 

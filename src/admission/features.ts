@@ -12,6 +12,7 @@
 import type { EngineSnapshot } from '../engine/snapshot.ts';
 import { promptTokensAhead } from '../engine/snapshot.ts';
 import type { AdmissionContext } from './controller.ts';
+import { bug } from '../util/bug.ts';
 
 /** Feature names, in vector order. Adding one changes every trained artifact: they record this list. */
 export const FEATURE_NAMES = [
@@ -42,7 +43,7 @@ export const NUM_FEATURES = FEATURE_NAMES.length;
  * Averages the engine has not measured yet are 0 (the server warms up before it is ready).
  */
 export function extractFeatures(ctx: AdmissionContext, s: EngineSnapshot | null, out: Float64Array): Float64Array {
-  if (out.length !== NUM_FEATURES) throw new Error(`bug: feature vector of length ${out.length}, expected ${NUM_FEATURES}`);
+  if (out.length !== NUM_FEATURES) bug(`feature vector of length ${out.length}, expected ${NUM_FEATURES}`);
   const newPrefill = Math.max(0, ctx.numPromptTokens - ctx.numCachedTokens);
   out[0] = ctx.numPromptTokens;
   out[1] = ctx.numCachedTokens;

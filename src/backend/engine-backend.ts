@@ -12,6 +12,7 @@ import type { Clock } from '../engine/clock.ts';
 import type { Backend, BackendHealth, BackendInfo, GenerateResult, Generation, GenerationEvent, GenerationJob } from './backend.ts';
 import { EventQueue } from './event-queue.ts';
 import { refusal } from './refusal.ts';
+import { bug } from '../util/bug.ts';
 
 export class EngineBackend implements Backend {
   readonly info: BackendInfo;
@@ -89,7 +90,7 @@ export class EngineBackend implements Backend {
       [Symbol.asyncIterator]: () => queue[Symbol.asyncIterator](),
       stopChoice: (index) => {
         const id = ids[index];
-        if (id === undefined) throw new Error(`bug: stopChoice(${index}) of a generation with ${job.n} choices`);
+        if (id === undefined) bug(`stopChoice(${index}) of a generation with ${job.n} choices`);
         engine.abort(id, 'stop');
       },
     };

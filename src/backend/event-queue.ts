@@ -2,6 +2,8 @@
 // waiting), one consumer drains them with `for await`. Ends after `end()` once drained. O(1) push
 // and pop (head index, compacted when half consumed).
 
+import { bug } from '../util/bug.ts';
+
 export class EventQueue<T> implements AsyncIterable<T> {
   #items: T[] = [];
   #head = 0;
@@ -9,7 +11,7 @@ export class EventQueue<T> implements AsyncIterable<T> {
   #wake: (() => void) | null = null;
 
   push(item: T): void {
-    if (this.#ended) throw new Error('bug: push after end');
+    if (this.#ended) bug('push after end');
     this.#items.push(item);
     this.#notify();
   }

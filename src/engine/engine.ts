@@ -25,6 +25,7 @@ import { Ewma } from './snapshot.ts';
 import { buildSnapshot } from './snapshot-builder.ts';
 import type { StepKind, StepRecord } from './step-record.ts';
 import { StepLog } from './step-record.ts';
+import { bug } from '../util/bug.ts';
 
 export interface EngineOptions {
   /** Most requests held in memory (waiting + running); far above what the scheduler runs at once. */
@@ -147,7 +148,7 @@ export class Engine {
       this.#refusals[refusal]++;
       return { ok: false, reason: refusal };
     }
-    if (this.#held.has(req.id)) throw new Error(`bug: request id ${req.id} submitted twice`);
+    if (this.#held.has(req.id)) bug(`request id ${req.id} submitted twice`);
     this.#numSubmitted++;
     this.#held.set(req.id, { req, sink });
     this.#arrivals.push(req.id);
@@ -281,7 +282,7 @@ export class Engine {
   #dispatch(outputs: readonly RequestOutput[]): void {
     for (const out of outputs) {
       const h = this.#held.get(out.requestId);
-      if (h === undefined) throw new Error(`bug: output for request ${out.requestId}, which the engine does not hold`);
+      if (h === undefined) bug(`output for request ${out.requestId}, which the engine does not hold`);
       if (out.finishReason !== null) {
         this.#held.delete(out.requestId);
         this.#snapshot = null;

@@ -11,6 +11,7 @@
 
 import type { SamplingParams, SeqId } from './plan.ts';
 import type { FinishReason, OutputSource, RequestOutput, RequestTimeline } from './outputs.ts';
+import { bug } from '../util/bug.ts';
 
 export type { FinishReason } from './outputs.ts';
 
@@ -152,7 +153,7 @@ export class Request implements OutputSource {
 
   /** End the request. Scheduler only; the next takeOutput() reports it. */
   finish(reason: FinishReason, nowMs: number, message?: string): void {
-    if (isFinished(this.status)) throw new Error(`bug: request ${this.id} finished twice`);
+    if (isFinished(this.status)) bug(`request ${this.id} finished twice`);
     this.status = STATUS_OF[reason];
     this.finishedMs = nowMs;
     this.#finishReason = reason;

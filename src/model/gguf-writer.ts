@@ -5,6 +5,7 @@
 //   "GGUF" u32(3) u64(nTensors) u64(nKv) | kv* | tensorInfo* | pad to alignment | data (each tensor aligned)
 // A tensor info's dims list the row length first (ne0), as ggml does.
 import { closeSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { bug } from '../util/bug.ts';
 
 /** ggml tensor types this writer produces. */
 export const GgmlType = { F32: 0, F16: 1, Q8_0: 8 } as const;
@@ -178,7 +179,7 @@ export function writeGguf(path: string, metadata: ReadonlyMap<string, KvValue>, 
       const start = written;
       t.produce(put);
       const got = written - start;
-      if (got !== sizes[i]) throw new Error(`bug: tensor ${t.name} produced ${got} bytes, expected ${sizes[i]}`);
+      if (got !== sizes[i]) bug(`tensor ${t.name} produced ${got} bytes, expected ${sizes[i]}`);
       const rem = written % GGUF_ALIGNMENT;
       if (rem !== 0) put(new Uint8Array(GGUF_ALIGNMENT - rem));
     });

@@ -6,6 +6,8 @@
 // first; so every word piece comes with all its prefixes, and any character not in the vocabulary
 // falls back to its UTF-8 bytes. Scores fall with the id (earlier = more common).
 
+import { bug } from '../util/bug.ts';
+
 /** llama.cpp token types. */
 export const TokenType = { NORMAL: 1, UNKNOWN: 2, CONTROL: 3, BYTE: 6 } as const;
 
@@ -101,7 +103,7 @@ export function buildSpmVocab(size: number): SpmVocab {
     addWithPrefixes(SPACE + s);
     addWithPrefixes(s);
   }
-  if (tokens.length !== size) throw new Error(`bug: built ${tokens.length} tokens, wanted ${size}`);
+  if (tokens.length !== size) bug(`built ${tokens.length} tokens, wanted ${size}`);
   const scores = new Float32Array(size);
   for (let i = 0; i < size; i++) scores[i] = types[i] === TokenType.NORMAL ? -i : 0;
   return { tokens, scores, types: Int32Array.from(types), unkId: 0, bosId: 1, eosId: 2 };

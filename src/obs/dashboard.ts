@@ -8,6 +8,7 @@
 import { sloBuckets } from './buckets.ts';
 import { Metrics } from './metrics.ts';
 import { promqlNames } from './promql.ts';
+import { bug } from '../util/bug.ts';
 
 export interface PanelSpec {
   readonly title: string;
@@ -181,7 +182,7 @@ export function checkDashboard(dashboard: unknown, registered: ReadonlySet<strin
 /** The series a Headroom server registers (built from a registry no engine feeds: names only). */
 export function registeredSeries(sloMs: number): Set<string> {
   const stats = (): never => {
-    throw new Error('bug: registeredSeries() registry was scraped');
+    bug('registeredSeries() registry was scraped');
   };
   return new Metrics({ sloMs, modelName: 'names-only', stats }).seriesNames();
 }

@@ -16,6 +16,8 @@
 // Complexity (L = query tokens, d = nodes on the path, k = key tokens of one node): walk O(L + d);
 // addLeaf O(key); split O(k); removeLeaf O(unit); checkInvariants O(total key tokens).
 
+import { bug } from '../util/bug.ts';
+
 export interface TrieNode<V> {
   /** Unique per trie, increasing in creation order. */
   readonly id: number;
@@ -92,9 +94,9 @@ export class RadixTrie<V> {
 
   /** A new leaf under `parent` with `key` (whole units; no child of `parent` may start with its first unit). */
   addLeaf(parent: TrieNode<V>, key: number[], value: V): TrieNode<V> {
-    if (key.length === 0 || key.length % this.unit !== 0) throw new Error(`RadixTrie.addLeaf: a key of ${key.length} tokens is not whole units of ${this.unit} (a bug)`);
+    if (key.length === 0 || key.length % this.unit !== 0) bug(`RadixTrie.addLeaf: a key of ${key.length} tokens is not whole units of ${this.unit}`);
     const k = unitKey(key, 0, this.unit);
-    if (parent.children.has(k)) throw new Error('RadixTrie.addLeaf: the parent already has a child with this first unit (a bug)');
+    if (parent.children.has(k)) bug('RadixTrie.addLeaf: the parent already has a child with this first unit');
     const node: TrieNode<V> = { id: this.#nextId++, parent, children: new Map(), key, startToken: parent.startToken + parent.key.length, value, alive: true };
     parent.children.set(k, node);
     this.#numNodes++;
@@ -105,7 +107,7 @@ export class RadixTrie<V> {
   split(node: TrieNode<V>, numUnits: number): TrieNode<V> {
     const cut = numUnits * this.unit;
     const parent = node.parent;
-    if (parent === null || cut <= 0 || cut >= node.key.length) throw new Error(`RadixTrie.split of node ${node.id} at ${numUnits} units (a bug)`);
+    if (parent === null || cut <= 0 || cut >= node.key.length) bug(`RadixTrie.split of node ${node.id} at ${numUnits} units`);
     const [headValue, tailValue] = this.#splitValue(node.value, numUnits);
     const head: TrieNode<V> = { id: this.#nextId++, parent, children: new Map(), key: node.key.slice(0, cut), startToken: node.startToken, value: headValue, alive: true };
     parent.children.set(unitKey(head.key, 0, this.unit), head);
@@ -121,7 +123,7 @@ export class RadixTrie<V> {
   /** Removes a leaf; returns its parent. */
   removeLeaf(node: TrieNode<V>): TrieNode<V> {
     const parent = node.parent;
-    if (parent === null || node.children.size > 0 || !node.alive) throw new Error(`RadixTrie.removeLeaf of node ${node.id}, which is not a live leaf (a bug)`);
+    if (parent === null || node.children.size > 0 || !node.alive) bug(`RadixTrie.removeLeaf of node ${node.id}, which is not a live leaf`);
     parent.children.delete(unitKey(node.key, 0, this.unit));
     node.alive = false;
     node.parent = null;
@@ -140,7 +142,7 @@ export class RadixTrie<V> {
 
   checkInvariants(): void {
     const fail = (what: string): never => {
-      throw new Error(`RadixTrie invariant: ${what} (a bug)`);
+      bug(`RadixTrie: ${what}`);
     };
     if (this.root.key.length !== 0 || this.root.parent !== null) fail('the root holds a key or a parent');
     let n = 0;

@@ -26,6 +26,7 @@ import { validateWindow } from './rolling-calibrator.ts';
 import type { Score } from './score.ts';
 import { SortedWindow } from './sorted-window.ts';
 import { boundOf, validateCommon, windowQuantile } from './window-quantile.ts';
+import { bug } from '../../util/bug.ts';
 
 export interface AciCalibratorOptions {
   readonly score: Score;
@@ -109,7 +110,7 @@ export class AciCalibrator implements OnlineCalibrator {
   }
 
   checkInvariants(): void {
-    if (!(this.#alphaT >= this.#lo && this.#alphaT <= this.#hi)) throw new Error(`bug: ACI working alpha ${this.#alphaT} outside [${this.#lo}, ${this.#hi}]`);
+    if (!(this.#alphaT >= this.#lo && this.#alphaT <= this.#hi)) bug(`ACI working alpha ${this.#alphaT} outside [${this.#lo}, ${this.#hi}]`);
     this.#window.checkInvariants();
   }
 }

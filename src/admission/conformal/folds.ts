@@ -15,6 +15,8 @@
 //
 // A fold with no rows of a planned group simply lacks it: `groups` lists the groups actually present.
 
+import { bug } from '../../util/bug.ts';
+
 /** A group key: a round number, or a string such as `${round}/${rate}`. */
 export type GroupKey = string | number;
 
@@ -37,8 +39,8 @@ export class Fold<Role extends FoldRole, Row> {
 
   /** Internal: use splitFolds or holdOutSlice (the token is not exported). */
   constructor(token: typeof MINT, role: Role, rows: readonly Row[], rowGroups: readonly GroupKey[]) {
-    if (token !== MINT) throw new Error('bug: folds are made by splitFolds or holdOutSlice');
-    if (rows.length !== rowGroups.length) throw new Error(`bug: ${rows.length} rows with ${rowGroups.length} group keys`);
+    if (token !== MINT) bug('folds are made by splitFolds or holdOutSlice');
+    if (rows.length !== rowGroups.length) bug(`${rows.length} rows with ${rowGroups.length} group keys`);
     this.role = role;
     this.rows = Object.freeze([...rows]);
     this.rowGroups = Object.freeze([...rowGroups]);
@@ -105,7 +107,7 @@ export interface TrainingSplit<Row> {
 
 /** Carves a held-out slice out of a training fold: the named groups go to the slice, the rest stay for fitting. */
 export function holdOutSlice<Row>(train: Fold<'train', Row>, heldOutGroups: readonly GroupKey[]): TrainingSplit<Row> {
-  if (train.role !== 'train') throw new Error(`bug: holdOutSlice takes the training fold, got the ${String(train.role)} fold`);
+  if (train.role !== 'train') bug(`holdOutSlice takes the training fold, got the ${String(train.role)} fold`);
   for (const g of heldOutGroups) {
     if (!train.hasGroup(g)) throw new RangeError(`holdOutSlice: expected groups of the training fold, got ${String(g)}`);
   }

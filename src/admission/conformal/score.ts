@@ -15,6 +15,8 @@
 // Domains: absolute takes any finite ŷ, y; ratio needs ŷ, y > −1 (latencies are ≥ 0); scaled needs
 // a finite scale σ̂ > 0. An input outside the domain is a caller's bug and throws.
 
+import { bug } from '../../util/bug.ts';
+
 /** A one-sided nonconformity score with its exact inverse. */
 export interface Score {
   /** Stable label for /stats and reports: 'absolute', 'ratio', 'scaled'. */
@@ -73,8 +75,8 @@ export function scaledScore(options: ScaledScoreOptions = {}): Score {
   }
   const sigma = (yhat: number, aux: number | undefined): number => {
     const s = scale !== undefined ? scale(yhat) : aux;
-    if (s === undefined) throw new Error('bug: scaled score needs aux (σ̂) or a scale function');
-    if (!Number.isFinite(s) || s <= 0) throw new Error(`bug: scaled score expected σ̂ > 0, got ${s}`);
+    if (s === undefined) bug('scaled score needs aux (σ̂) or a scale function');
+    if (!Number.isFinite(s) || s <= 0) bug(`scaled score expected σ̂ > 0, got ${s}`);
     return s;
   };
   const scaled: Score = {
@@ -104,7 +106,7 @@ const WALK_STEPS = 8;
  * at most ~64 more evaluations. q = +∞ → +∞; nothing in the domain scoring ≤ q → `floor`.
  */
 function invert(s: Score, yhat: number, q: number, aux: number | undefined, guess: number, floor = -Number.MAX_VALUE): number {
-  if (Number.isNaN(q)) throw new Error(`bug: ${s.name} bound asked for q = NaN`);
+  if (Number.isNaN(q)) bug(`${s.name} bound asked for q = NaN`);
   if (q === Infinity) return Infinity;
   const ok = (y: number): boolean => s.score(yhat, y, aux) <= q;
   let b = Number.isNaN(guess) ? floor : Math.min(Math.max(guess, floor), Number.MAX_VALUE);
@@ -185,9 +187,9 @@ export function nextDown(x: number): number {
 }
 
 function finite(name: string, what: string, x: number): void {
-  if (!Number.isFinite(x)) throw new Error(`bug: ${name} score expected a finite ${what}, got ${x}`);
+  if (!Number.isFinite(x)) bug(`${name} score expected a finite ${what}, got ${x}`);
 }
 
 function aboveMinusOne(what: string, x: number): void {
-  if (!(Number.isFinite(x) && x > -1)) throw new Error(`bug: ratio score expected ${what} > −1, got ${x}`);
+  if (!(Number.isFinite(x) && x > -1)) bug(`ratio score expected ${what} > −1, got ${x}`);
 }

@@ -16,6 +16,7 @@
 import type { Fold } from './folds.ts';
 import { calibrate, DEFAULT_MIN_N, validateAlpha, validateMinN, type Observation } from './quantile.ts';
 import type { Score } from './score.ts';
+import { bug } from '../../util/bug.ts';
 
 /** What a candidate predictor says about one row. */
 export interface Prediction {
@@ -62,7 +63,7 @@ export interface Selection<Row> {
 }
 
 export function selectScoreAndLevel<Row>(heldOut: Fold<'heldout', Row>, candidates: readonly Candidate<Row>[], options: SelectOptions<Row>): Selection<Row> {
-  if (heldOut.role !== 'heldout') throw new Error(`bug: selection reads only a held-out slice of the training fold, got the ${String(heldOut.role)} fold`);
+  if (heldOut.role !== 'heldout') bug(`selection reads only a held-out slice of the training fold, got the ${String(heldOut.role)} fold`);
   const { alpha, latencyOf, minN = DEFAULT_MIN_N } = options;
   validateAlpha('selectScoreAndLevel', alpha);
   validateMinN('selectScoreAndLevel', minN);

@@ -13,6 +13,8 @@
 // Invariants (checkInvariants): 0 ≤ size ≤ capacity; sorted[0..size) is ascending and is a
 // permutation of the ring's live entries.
 
+import { bug } from '../../util/bug.ts';
+
 export class SortedWindow {
   readonly capacity: number;
   /** Arrival order; the live entries are the `size` slots ending just before #next. */
@@ -38,18 +40,18 @@ export class SortedWindow {
 
   /** The k-th smallest live score, 1-based (1 ≤ k ≤ size). */
   kth(k: number): number {
-    if (!(Number.isInteger(k) && k >= 1 && k <= this.#size)) throw new Error(`bug: kth(${k}) of a window holding ${this.#size}`);
+    if (!(Number.isInteger(k) && k >= 1 && k <= this.#size)) bug(`kth(${k}) of a window holding ${this.#size}`);
     return this.#sorted[k - 1]!;
   }
 
   /** Adds x, evicting the oldest score when full. NaN is a bug (it would break the order). */
   push(x: number): void {
-    if (Number.isNaN(x)) throw new Error('bug: NaN pushed into a SortedWindow');
+    if (Number.isNaN(x)) bug('NaN pushed into a SortedWindow');
     const sorted = this.#sorted;
     if (this.#size === this.capacity) {
       const old = this.#ring[this.#next]!;
       const at = lowerBound(sorted, this.#size, old);
-      if (sorted[at] !== old) throw new Error(`bug: evicted score ${old} not in the sorted view`);
+      if (sorted[at] !== old) bug(`evicted score ${old} not in the sorted view`);
       sorted.copyWithin(at, at + 1, this.#size);
       this.#size--;
     }
@@ -71,10 +73,10 @@ export class SortedWindow {
 
   /** Full check, O(N log N): for tests after every operation. */
   checkInvariants(): void {
-    if (this.#size < 0 || this.#size > this.capacity) throw new Error(`bug: SortedWindow size ${this.#size} of ${this.capacity}`);
+    if (this.#size < 0 || this.#size > this.capacity) bug(`SortedWindow size ${this.#size} of ${this.capacity}`);
     const live = this.toArray().sort((a, b) => a - b);
     for (let i = 0; i < this.#size; i++) {
-      if (this.#sorted[i] !== live[i]) throw new Error(`bug: SortedWindow sorted view differs from the ring at ${i}`);
+      if (this.#sorted[i] !== live[i]) bug(`SortedWindow sorted view differs from the ring at ${i}`);
     }
   }
 }

@@ -14,6 +14,7 @@
 // grant times, a ring buffer). Complexity O(1) per call; clocks must not run backwards (a bug).
 
 import type { EngineSnapshot } from '../../engine/snapshot.ts';
+import { bug } from '../../util/bug.ts';
 
 export type ExplorationReason = 'uncalibrated' | 'cold' | 'idle';
 
@@ -73,7 +74,7 @@ export class ExplorationQuota {
   }
 
   #checkClock(nowMs: number): void {
-    if (!Number.isFinite(nowMs) || nowMs < this.#lastMs) throw new Error(`bug: exploration clock went from ${this.#lastMs} to ${nowMs} ms`);
+    if (!Number.isFinite(nowMs) || nowMs < this.#lastMs) bug(`exploration clock went from ${this.#lastMs} to ${nowMs} ms`);
     this.#lastMs = nowMs;
   }
 }

@@ -11,6 +11,8 @@
 // The state is global to one controller, not per request: it describes the engine's regime, and a
 // request's own budget only scales the thresholds. Complexity O(1).
 
+import { bug } from '../../util/bug.ts';
+
 export type HysteresisState = 'admitting' | 'shedding';
 
 export interface HysteresisOptions {
@@ -40,7 +42,7 @@ export class Hysteresis {
 
   /** Whether a bound fits its budget in the current regime; moves the regime. A NaN is a bug (it compares false both ways). */
   fits(boundMs: number, budgetMs: number): boolean {
-    if (Number.isNaN(boundMs) || !(budgetMs > 0)) throw new Error(`bug: hysteresis given bound ${boundMs} ms, budget ${budgetMs} ms`);
+    if (Number.isNaN(boundMs) || !(budgetMs > 0)) bug(`hysteresis given bound ${boundMs} ms, budget ${budgetMs} ms`);
     const threshold = this.#state === 'admitting' ? budgetMs : this.resumeFactor * budgetMs;
     const fits = boundMs <= threshold;
     const next: HysteresisState = fits ? 'admitting' : 'shedding';

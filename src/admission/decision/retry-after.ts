@@ -10,6 +10,7 @@
 // Complexity O(1).
 
 import type { EngineSnapshot } from '../../engine/snapshot.ts';
+import { bug } from '../../util/bug.ts';
 
 /** The snapshot fields the estimate reads. */
 export type RetryWork = Pick<EngineSnapshot, 'waitingPromptTokens' | 'runningPromptTokens' | 'remainingDecodeTokens' | 'prefillTokensPerS' | 'decodeTokensPerS'>;
@@ -35,7 +36,7 @@ export class RetryAfter {
 
   /** Whole seconds for an estimate of the work ahead in seconds (+∞ allowed: unknown rate). */
   fromWorkS(workS: number): number {
-    if (Number.isNaN(workS) || workS < 0) throw new Error(`bug: retry-after given ${workS} s of work`);
+    if (Number.isNaN(workS) || workS < 0) bug(`retry-after given ${workS} s of work`);
     return Math.min(this.maxS, Math.max(this.minS, Math.ceil(workS)));
   }
 
@@ -48,7 +49,7 @@ export class RetryAfter {
 
 /** Seconds to get through `tokens` at `perS`; +∞ when there is work and no measured rate. */
 function timeS(tokens: number, perS: number | null): number {
-  if (Number.isNaN(tokens) || tokens < 0) throw new Error(`bug: retry-after given ${tokens} queued tokens`);
+  if (Number.isNaN(tokens) || tokens < 0) bug(`retry-after given ${tokens} queued tokens`);
   if (tokens === 0) return 0;
   return perS !== null && perS > 0 ? tokens / perS : Infinity;
 }

@@ -22,6 +22,7 @@
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { z } from 'zod';
 import type { PredictorModel } from './predictor.ts';
+import { bug } from '../../util/bug.ts';
 
 export const ARTIFACT_FORMAT = 'headroom-latency-predictor';
 export const ARTIFACT_VERSION = 1;
@@ -63,7 +64,7 @@ export function serializeArtifact(artifact: PredictorArtifact): string {
 export function saveArtifact(path: string, artifact: PredictorArtifact): void {
   const text = serializeArtifact(artifact);
   const check = parseArtifact(text);
-  if (!check.ok) throw new Error(`bug: refusing to save an artifact that would not load: ${check.reason}`);
+  if (!check.ok) bug(`refusing to save an artifact that would not load: ${check.reason}`);
   writeFileSync(`${path}.tmp`, text);
   renameSync(`${path}.tmp`, path);
 }

@@ -10,6 +10,8 @@
 //
 // Complexity: O(k³) time; no allocation beyond the caller's scratch (k² + k values).
 
+import { bug } from '../../util/bug.ts';
+
 /**
  * Smallest squared pivot accepted. S has a unit diagonal, so a pivot² is 1 − R² of that column on
  * the ones before it: below 1e-12 the columns are collinear to working precision and the
@@ -19,7 +21,7 @@ const MIN_PIVOT = 1e-12;
 
 /** Writes β into `out`; false when the scaled system is not positive definite (degenerate data). */
 export function solveRidge(A: Float64Array, b: Float64Array, k: number, ridge: number, out: Float64Array, scratch: Float64Array): boolean {
-  if (A.length < k * k || b.length < k || out.length < k || scratch.length < k * k + k) throw new Error(`bug: solveRidge(k=${k}) with undersized buffers`);
+  if (A.length < k * k || b.length < k || out.length < k || scratch.length < k * k + k) bug(`solveRidge(k=${k}) with undersized buffers`);
   const L = scratch; // k × k lower factor, then scales in scratch[k², k² + k)
   const scaleAt = k * k;
   for (let i = 0; i < k; i++) {

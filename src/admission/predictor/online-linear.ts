@@ -18,6 +18,7 @@ import { accumulate, solveRidge } from './linsolve.ts';
 import { checkLinearOptions, design, linear, linearModel, type LinearQuantileOptions } from './baselines.ts';
 import type { FeatureRow, LinearQuantileModel, QuantilePredictor } from './predictor.ts';
 import { checkInt, quantileInPlace } from './quantile.ts';
+import { bug } from '../../util/bug.ts';
 
 export interface OnlineLinearOptions extends LinearQuantileOptions {
   /** Width of the rows the model is fed (the feature vector's length). */
@@ -86,7 +87,7 @@ export class OnlineLinearQuantile implements QuantilePredictor {
    * one bad trace row must not poison the sums for the rest of the window.
    */
   observe(x: FeatureRow, latency: number): boolean {
-    if (x.length < this.#numFeatures) throw new Error(`bug: OnlineLinearQuantile.observe with ${x.length} features, expected ${this.#numFeatures}`);
+    if (x.length < this.#numFeatures) bug(`OnlineLinearQuantile.observe with ${x.length} features, expected ${this.#numFeatures}`);
     const z = this.#z;
     design(x, this.#columns, z);
     if (!Number.isFinite(latency)) return false;
@@ -127,7 +128,7 @@ export class OnlineLinearQuantile implements QuantilePredictor {
   }
 
   predict(x: FeatureRow): number {
-    if (!this.#fitted) throw new Error('bug: OnlineLinearQuantile.predict before a successful refit (check ready)');
+    if (!this.#fitted) bug('OnlineLinearQuantile.predict before a successful refit (check ready)');
     return linear(this.#beta, this.#columns, x) + this.#shift;
   }
 

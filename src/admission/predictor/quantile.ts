@@ -8,10 +8,11 @@
 // Complexity: quantile O(n log n) (a native typed-array sort); pinball O(n).
 
 import type { FeatureRow } from './predictor.ts';
+import { bug } from '../../util/bug.ts';
 
 /** Sorts `values[0, n)` in place and returns its empirical τ-quantile. `n` must be ≥ 1. */
 export function quantileInPlace(values: Float64Array, n: number, quantile: number): number {
-  if (n < 1 || n > values.length) throw new Error(`bug: quantileInPlace over ${n} of ${values.length} values`);
+  if (n < 1 || n > values.length) bug(`quantileInPlace over ${n} of ${values.length} values`);
   const sorted = values.subarray(0, n).sort();
   const k = Math.min(n, Math.max(1, Math.ceil(quantile * n - 1e-7)));
   return sorted[k - 1]!;
@@ -30,7 +31,7 @@ export function pinball(y: number, q: number, quantile: number): number {
 
 /** Mean pinball loss of predictions `q` against outcomes `y`. */
 export function meanPinball(y: ArrayLike<number>, q: ArrayLike<number>, quantile: number): number {
-  if (y.length !== q.length || y.length === 0) throw new Error(`bug: meanPinball over ${y.length} outcomes and ${q.length} predictions`);
+  if (y.length !== q.length || y.length === 0) bug(`meanPinball over ${y.length} outcomes and ${q.length} predictions`);
   let sum = 0;
   for (let i = 0; i < y.length; i++) sum += pinball(y[i]!, q[i]!, quantile);
   return sum / y.length;

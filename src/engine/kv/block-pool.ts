@@ -16,6 +16,8 @@
 //
 // Complexity: allocate(n) O(n); incRef, decRef, refCount, copyOnWrite O(1); checkInvariants O(numBlocks).
 
+import { bug } from '../../util/bug.ts';
+
 /** Index of a block in the pool (0 ≤ id < numBlocks). */
 export type BlockId = number & { readonly __brand: 'BlockId' };
 export const asBlockId = (n: number): BlockId => n as BlockId;
@@ -77,7 +79,7 @@ export class BlockPool {
   /** Pops `numBlocks` blocks off the free stack, each with refcount 1. Call only when `canAllocate`. */
   allocate(numBlocks: number): BlockId[] {
     if (!Number.isSafeInteger(numBlocks) || !this.canAllocate(numBlocks)) {
-      throw new Error(`BlockPool.allocate(${numBlocks}) with ${this.numFree} free: a bug (check canAllocate first)`);
+      bug(`BlockPool.allocate(${numBlocks}) with ${this.numFree} free (check canAllocate first)`);
     }
     const out: BlockId[] = [];
     for (let i = 0; i < numBlocks; i++) {
@@ -91,14 +93,14 @@ export class BlockPool {
 
   incRef(id: BlockId): void {
     const ref = this.#ref(id);
-    if (ref === 0) throw new Error(`BlockPool.incRef(${id}) on a free block: a bug (use after free)`);
+    if (ref === 0) bug(`BlockPool.incRef(${id}) on a free block (use after free)`);
     this.#refCounts[id] = ref + 1;
   }
 
   /** Drops one reference; returns true when that was the last one and the block went back on the free stack. */
   decRef(id: BlockId): boolean {
     const ref = this.#ref(id);
-    if (ref === 0) throw new Error(`BlockPool.decRef(${id}) on a free block: a bug (double free)`);
+    if (ref === 0) bug(`BlockPool.decRef(${id}) on a free block (double free)`);
     this.#refCounts[id] = ref - 1;
     if (ref > 1) return false;
     this.#freeStack.push(id);
@@ -114,7 +116,7 @@ export class BlockPool {
    * the writer's reference to `id`. Requires refCount(id) > 1 and a free block (a bug otherwise).
    */
   copyOnWrite(id: BlockId): BlockId {
-    if (this.#ref(id) < 2) throw new Error(`BlockPool.copyOnWrite(${id}) of an unshared block: a bug`);
+    if (this.#ref(id) < 2) bug(`BlockPool.copyOnWrite(${id}) of an unshared block`);
     const [copy] = this.allocate(1);
     this.decRef(id);
     this.#numCopyOnWrite++;
@@ -133,33 +135,33 @@ export class BlockPool {
   checkInvariants(expectedRefs?: ReadonlyMap<BlockId, number>): void {
     const seen = new Uint8Array(this.numBlocks);
     for (const id of this.#freeStack) {
-      if (seen[id] === 1) throw new Error(`BlockPool invariant: block ${id} is on the free list twice (a bug)`);
+      if (seen[id] === 1) bug(`BlockPool: block ${id} is on the free list twice`);
       seen[id] = 1;
       if (this.#refCounts[id] !== 0) {
-        throw new Error(`BlockPool invariant: free block ${id} has refcount ${this.#refCounts[id]} (a bug)`);
+        bug(`BlockPool: free block ${id} has refcount ${this.#refCounts[id]}`);
       }
     }
     for (let id = 0; id < this.numBlocks; id++) {
       const ref = this.#refCounts[id]!;
-      if (ref === 0 && seen[id] !== 1) throw new Error(`BlockPool invariant: block ${id} has refcount 0 but is not free (a bug: leaked)`);
+      if (ref === 0 && seen[id] !== 1) bug(`BlockPool: block ${id} has refcount 0 but is not free (leaked)`);
       if (expectedRefs !== undefined) {
         const expected = expectedRefs.get(asBlockId(id)) ?? 0;
         if (ref !== expected) {
-          throw new Error(`BlockPool invariant: block ${id} has refcount ${ref}, its holders account for ${expected} (a bug)`);
+          bug(`BlockPool: block ${id} has refcount ${ref}, its holders account for ${expected}`);
         }
       }
     }
     if (expectedRefs !== undefined) {
       for (const id of expectedRefs.keys()) this.#ref(id);
     }
-    if (this.numFree + this.numUsed !== this.numBlocks) throw new Error('BlockPool invariant: free + used != total (a bug)');
+    if (this.numFree + this.numUsed !== this.numBlocks) bug('BlockPool: free + used != total');
   }
 
   // ---- helpers ----
 
   #ref(id: BlockId): number {
     const ref = this.#refCounts[id];
-    if (ref === undefined || !Number.isInteger(id)) throw new Error(`BlockPool: block id ${id} is out of range [0, ${this.numBlocks}): a bug`);
+    if (ref === undefined || !Number.isInteger(id)) bug(`BlockPool: block id ${id} is out of range [0, ${this.numBlocks})`);
     return ref;
   }
 }

@@ -13,6 +13,8 @@
 // Complexity, with r free ranges and s slabs: canAllocate O(r); allocate O(r); free O(r)
 // (binary search plus an array splice); numUnusableFreeCells O(r); checkInvariants O((r + s) log(r + s)).
 
+import { bug } from '../../util/bug.ts';
+
 export interface ContiguousAllocatorOptions {
   /** Cells (token slots) in the pool. */
   readonly numCells: number;
@@ -82,13 +84,13 @@ export class ContiguousAllocator {
   /** Reserves a slab (first fit). Call only when `canAllocate`. */
   allocate(numPromptTokens: number): Slab {
     if (!Number.isSafeInteger(numPromptTokens) || numPromptTokens < 0) {
-      throw new Error(`ContiguousAllocator.allocate: numPromptTokens must be a non-negative integer, got ${numPromptTokens} (a bug)`);
+      bug(`ContiguousAllocator.allocate: numPromptTokens must be a non-negative integer, got ${numPromptTokens}`);
     }
     const size = this.slabCells(numPromptTokens);
     const i = this.#firstFit(size);
     const range = this.#free[i];
     if (range === undefined || size === 0) {
-      throw new Error(`ContiguousAllocator.allocate(${size} cells) with no fitting range: a bug (check canAllocate first)`);
+      bug(`ContiguousAllocator.allocate(${size} cells) with no fitting range (check canAllocate first)`);
     }
     const slab: Slab = { start: range.start, numCells: size };
     range.start += size;
@@ -101,7 +103,7 @@ export class ContiguousAllocator {
 
   free(slab: Slab): void {
     if (this.#slabs.get(slab.start) !== slab.numCells) {
-      throw new Error(`ContiguousAllocator.free of slab [${slab.start}, +${slab.numCells}) that is not reserved: a bug (double free)`);
+      bug(`ContiguousAllocator.free of slab [${slab.start}, +${slab.numCells}) that is not reserved (double free)`);
     }
     this.#slabs.delete(slab.start);
     this.#numFreeCells += slab.numCells;
@@ -151,23 +153,23 @@ export class ContiguousAllocator {
     let freeCells = 0;
     for (let i = 0; i < this.#free.length; i++) {
       const r = this.#free[i]!;
-      if (r.numCells <= 0) throw new Error(`ContiguousAllocator invariant: empty free range at ${r.start} (a bug)`);
+      if (r.numCells <= 0) bug(`ContiguousAllocator: empty free range at ${r.start}`);
       const prev = this.#free[i - 1];
       if (prev !== undefined && prev.start + prev.numCells >= r.start) {
-        throw new Error(`ContiguousAllocator invariant: free ranges at ${prev.start} and ${r.start} overlap or touch (a bug: not coalesced)`);
+        bug(`ContiguousAllocator: free ranges at ${prev.start} and ${r.start} overlap or touch (not coalesced)`);
       }
       freeCells += r.numCells;
     }
-    if (freeCells !== this.#numFreeCells) throw new Error('ContiguousAllocator invariant: free-cell counter is off (a bug)');
+    if (freeCells !== this.#numFreeCells) bug('ContiguousAllocator: free-cell counter is off');
     const pieces: [number, number][] = this.#free.map((r) => [r.start, r.numCells]);
     for (const [start, n] of this.#slabs) pieces.push([start, n]);
     pieces.sort((a, b) => a[0] - b[0]);
     let cursor = 0;
     for (const [start, n] of pieces) {
-      if (start !== cursor || n <= 0) throw new Error(`ContiguousAllocator invariant: cells do not tile at ${cursor} (a bug)`);
+      if (start !== cursor || n <= 0) bug(`ContiguousAllocator: cells do not tile at ${cursor}`);
       cursor += n;
     }
-    if (cursor !== this.numCells) throw new Error(`ContiguousAllocator invariant: tiles cover ${cursor} of ${this.numCells} cells (a bug)`);
+    if (cursor !== this.numCells) bug(`ContiguousAllocator: tiles cover ${cursor} of ${this.numCells} cells`);
   }
 
   // ---- helpers ----

@@ -13,6 +13,7 @@
 
 import type { BlockId, BlockPool } from './block-pool.ts';
 import { isLastBlockPartial, numBlocksNeeded, type BlockTable } from './block-table.ts';
+import { bug } from '../../util/bug.ts';
 
 export interface PagedKvOptions {
   readonly pool: BlockPool;
@@ -65,7 +66,7 @@ export class PagedKv {
   numBlocksToAppend(table: BlockTable, numNewTokens: number): number {
     const t = this.#own(table);
     if (!Number.isSafeInteger(numNewTokens) || numNewTokens < 0) {
-      throw new Error(`PagedKv: numNewTokens must be a non-negative integer, got ${numNewTokens} (a bug)`);
+      bug(`PagedKv: numNewTokens must be a non-negative integer, got ${numNewTokens}`);
     }
     const grow = numBlocksNeeded(t.numTokens + numNewTokens, this.blockSize) - t.blocks.length;
     return grow + (this.#needsCopyOnWrite(t, numNewTokens) ? 1 : 0);
@@ -80,7 +81,7 @@ export class PagedKv {
     const t = this.#own(table);
     const numNewBlocks = this.numBlocksToAppend(t, numNewTokens);
     if (!this.pool.canAllocate(numNewBlocks)) {
-      throw new Error(`PagedKv.append needs ${numNewBlocks} blocks, ${this.pool.numFree} free: a bug (check canAppend first)`);
+      bug(`PagedKv.append needs ${numNewBlocks} blocks, ${this.pool.numFree} free (check canAppend first)`);
     }
     let copiedOnWrite: AppendResult['copiedOnWrite'] = null;
     if (this.#needsCopyOnWrite(t, numNewTokens)) {
@@ -102,9 +103,9 @@ export class PagedKv {
    */
   sharePrefix(table: BlockTable, blocks: readonly BlockId[], numTokens: number): void {
     const t = this.#own(table);
-    if (t.blocks.length !== 0) throw new Error('PagedKv.sharePrefix on a non-empty table: a bug');
+    if (t.blocks.length !== 0) bug('PagedKv.sharePrefix on a non-empty table');
     if (numBlocksNeeded(numTokens, this.blockSize) !== blocks.length) {
-      throw new Error(`PagedKv.sharePrefix: ${numTokens} tokens do not fill ${blocks.length} blocks of ${this.blockSize}: a bug`);
+      bug(`PagedKv.sharePrefix: ${numTokens} tokens do not fill ${blocks.length} blocks of ${this.blockSize}`);
     }
     for (const id of blocks) this.pool.incRef(id);
     t.blocks = blocks.slice();
@@ -142,10 +143,10 @@ export class PagedKv {
   checkInvariants(): void {
     for (const t of this.#live) {
       if (t.blocks.length !== numBlocksNeeded(t.numTokens, this.blockSize) || t.blocks.length === 0) {
-        throw new Error(`PagedKv invariant: table of ${t.numTokens} tokens holds ${t.blocks.length} blocks (a bug)`);
+        bug(`PagedKv: table of ${t.numTokens} tokens holds ${t.blocks.length} blocks`);
       }
       for (const id of t.blocks) {
-        if (this.pool.refCount(id) === 0) throw new Error(`PagedKv invariant: table holds free block ${id} (a bug)`);
+        if (this.pool.refCount(id) === 0) bug(`PagedKv: table holds free block ${id}`);
       }
     }
   }
@@ -158,7 +159,7 @@ export class PagedKv {
   }
 
   #own(table: BlockTable): MutableTable {
-    if (!this.#known.has(table)) throw new Error('PagedKv: table was not created by this PagedKv (a bug)');
+    if (!this.#known.has(table)) bug('PagedKv: table was not created by this PagedKv');
     return table as MutableTable;
   }
 }

@@ -50,6 +50,7 @@ import { RadixTrie } from '../../structures/radix-trie.ts';
 import { checkRadixInvariants } from './radix-invariants.ts';
 import { lruLess, splitCacheEntry, type CacheEntry, type LruEntry, type RadixNode } from './radix-node.ts';
 import type { SeqIdPool } from './seq-id-pool.ts';
+import { bug } from '../../util/bug.ts';
 
 /** A pin on a path of the cache; release exactly once. */
 export type CacheHandle = number & { readonly __brand: 'CacheHandle' };
@@ -170,7 +171,7 @@ export class RadixCache {
   /** Unpins what `match` or `insert` pinned. */
   release(handle: CacheHandle): void {
     const node = this.#handles.get(handle);
-    if (node === undefined) throw new Error(`RadixCache.release(${handle}): unknown or already released handle (a bug)`);
+    if (node === undefined) bug(`RadixCache.release(${handle}): unknown or already released handle`);
     this.#handles.delete(handle);
     this.#decLockRef(node);
   }
@@ -183,8 +184,8 @@ export class RadixCache {
   insert(tokens: readonly number[], blocks: readonly BlockId[], seqId: SeqId): InsertResult {
     const bs = this.blockSize;
     const numBlocks = numFullBlocks(tokens.length, bs);
-    if (blocks.length < numBlocks) throw new Error(`RadixCache.insert: ${tokens.length} tokens but only ${blocks.length} blocks (a bug)`);
-    if (!this.#seqIdPool.isAcquired(seqId)) throw new Error(`RadixCache.insert by sequence ${seqId}, which is not acquired (a bug)`);
+    if (blocks.length < numBlocks) bug(`RadixCache.insert: ${tokens.length} tokens but only ${blocks.length} blocks`);
+    if (!this.#seqIdPool.isAcquired(seqId)) bug(`RadixCache.insert by sequence ${seqId}, which is not acquired`);
     const w = this.#trie.walk(tokens);
     let node = w.path.at(-1) ?? this.#trie.root;
     if (node !== this.#trie.root && w.numUnitsInLast < node.value.blocks.length) node = this.#split(node, w.numUnitsInLast);
@@ -296,7 +297,7 @@ export class RadixCache {
 
   #addLeaf(parent: RadixNode, key: number[], blocks: BlockId[], owner: SeqId): RadixNode {
     for (const id of blocks) {
-      if (this.#cached[id] === 1) throw new Error(`RadixCache.insert: block ${id} is already cached in another node (a bug)`);
+      if (this.#cached[id] === 1) bug(`RadixCache.insert: block ${id} is already cached in another node`);
       this.#pool.incRef(id);
       this.#cached[id] = 1;
     }
@@ -336,7 +337,7 @@ export class RadixCache {
 
   #decLockRef(node: RadixNode): void {
     for (let n: RadixNode = node; n !== this.#trie.root; n = n.parent!) {
-      if (n.value.lockRef <= 0) throw new Error(`RadixCache: lockRef of node ${n.id} would go negative (a bug)`);
+      if (n.value.lockRef <= 0) bug(`RadixCache: lockRef of node ${n.id} would go negative`);
       n.value.lockRef--;
       if (n.value.lockRef === 0) {
         this.#numEvictableBlocks += n.value.blocks.length;

@@ -8,6 +8,7 @@ import type { BlockPool } from './block-pool.ts';
 import type { RadixTrie } from '../../structures/radix-trie.ts';
 import type { CacheEntry, LruEntry, RadixNode } from './radix-node.ts';
 import type { SeqIdPool } from './seq-id-pool.ts';
+import { bug } from '../../util/bug.ts';
 
 export interface RadixState {
   readonly trie: RadixTrie<CacheEntry>;
@@ -26,7 +27,7 @@ export interface RadixState {
 
 export function checkRadixInvariants(s: RadixState): void {
   const fail = (what: string): never => {
-    throw new Error(`RadixCache invariant: ${what} (a bug)`);
+    bug(`RadixCache: ${what}`);
   };
   const bs = s.blockSize;
 

@@ -9,6 +9,7 @@
 // Complexity: everything O(1) but checkInvariants, O(maxSequences).
 
 import { asSeqId, type SeqId } from '../plan.ts';
+import { bug } from '../../util/bug.ts';
 
 export interface SeqIdPoolOptions {
   /** Sequence ids available (llama.cpp's n_seq_max, at most 256 there). */
@@ -41,32 +42,32 @@ export class SeqIdPool {
   /** Call only when `canAcquire`. */
   acquire(): SeqId {
     const id = this.#freeStack.pop();
-    if (id === undefined) throw new Error('SeqIdPool.acquire with no free id: a bug (check canAcquire first)');
+    if (id === undefined) bug('SeqIdPool.acquire with no free id (check canAcquire first)');
     this.#acquired[id] = 1;
     return id;
   }
 
   release(id: SeqId): void {
-    if (!this.isAcquired(id)) throw new Error(`SeqIdPool.release(${id}) of an id that is not acquired: a bug (double release)`);
+    if (!this.isAcquired(id)) bug(`SeqIdPool.release(${id}) of an id that is not acquired (double release)`);
     this.#acquired[id] = 0;
     this.#freeStack.push(id);
   }
 
   isAcquired(id: SeqId): boolean {
     const flag = this.#acquired[id];
-    if (flag === undefined || !Number.isInteger(id)) throw new Error(`SeqIdPool: sequence id ${id} is out of range [0, ${this.maxSequences}): a bug`);
+    if (flag === undefined || !Number.isInteger(id)) bug(`SeqIdPool: sequence id ${id} is out of range [0, ${this.maxSequences})`);
     return flag === 1;
   }
 
   checkInvariants(): void {
     const seen = new Uint8Array(this.maxSequences);
     for (const id of this.#freeStack) {
-      if (seen[id] === 1) throw new Error(`SeqIdPool invariant: id ${id} is free twice (a bug)`);
-      if (this.#acquired[id] === 1) throw new Error(`SeqIdPool invariant: id ${id} is both free and acquired (a bug)`);
+      if (seen[id] === 1) bug(`SeqIdPool: id ${id} is free twice`);
+      if (this.#acquired[id] === 1) bug(`SeqIdPool: id ${id} is both free and acquired`);
       seen[id] = 1;
     }
     for (let id = 0; id < this.maxSequences; id++) {
-      if (seen[id] !== 1 && this.#acquired[id] !== 1) throw new Error(`SeqIdPool invariant: id ${id} is neither free nor acquired (a bug)`);
+      if (seen[id] !== 1 && this.#acquired[id] !== 1) bug(`SeqIdPool: id ${id} is neither free nor acquired`);
     }
   }
 }

@@ -35,6 +35,7 @@ import type { RequestQueue } from './request-queue.ts';
 import type { ScheduledItem, Scheduler, SchedulerPlan, SchedulerSnapshot, StopReason } from './scheduler.ts';
 import { emptySchedulerPlan } from './scheduler.ts';
 import { ForkGroups } from './fork-groups.ts';
+import { bug } from '../../util/bug.ts';
 
 /** Preemptions after which a request is not preempted again before it finishes (by default). */
 export const DEFAULT_MAX_PREEMPTIONS = 2;
@@ -224,12 +225,12 @@ export class BatchScheduler implements Scheduler {
 
   checkInvariants(): void {
     for (const r of this.#running) {
-      if (r.status !== RequestStatus.RUNNING || r.seqId === null) throw new Error(`bug: running request ${r.id} in status ${r.status}`);
+      if (r.status !== RequestStatus.RUNNING || r.seqId === null) bug(`running request ${r.id} in status ${r.status}`);
     }
-    for (const r of this.#waiting) if (r.status !== RequestStatus.WAITING) throw new Error(`bug: waiting request ${r.id} in status ${r.status}`);
+    for (const r of this.#waiting) if (r.status !== RequestStatus.WAITING) bug(`waiting request ${r.id} in status ${r.status}`);
     for (const [leader, followers] of this.#forks.entries()) {
-      if (leader.numComputedTokens >= leader.numPromptTokens || !(leader.status === RequestStatus.WAITING || leader.status === RequestStatus.RUNNING)) throw new Error(`bug: followers parked on ${leader.id} (status ${leader.status}, ${leader.numComputedTokens} computed)`);
-      for (const f of followers) if (f.status !== RequestStatus.WAITING) throw new Error(`bug: parked follower ${f.id} in status ${f.status}`);
+      if (leader.numComputedTokens >= leader.numPromptTokens || !(leader.status === RequestStatus.WAITING || leader.status === RequestStatus.RUNNING)) bug(`followers parked on ${leader.id} (status ${leader.status}, ${leader.numComputedTokens} computed)`);
+      for (const f of followers) if (f.status !== RequestStatus.WAITING) bug(`parked follower ${f.id} in status ${f.status}`);
     }
     this.#kv.checkInvariants();
   }

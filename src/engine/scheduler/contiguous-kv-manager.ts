@@ -12,6 +12,7 @@ import { SeqIdPool } from '../kv/seq-id-pool.ts';
 import type { Request } from '../request.ts';
 import type { AllocateResult, KvManager, KvManagerOptions } from './kv-manager.ts';
 import type { KvSnapshot } from './scheduler.ts';
+import { bug } from '../../util/bug.ts';
 
 interface SeqState {
   readonly seqId: SeqId;
@@ -49,7 +50,7 @@ export class ContiguousKvManager implements KvManager {
   }
 
   allocate(req: Request, maxNewTokens: number): AllocateResult {
-    if (this.#states.has(req)) throw new Error(`bug: request ${req.id} allocated twice`);
+    if (this.#states.has(req)) bug(`request ${req.id} allocated twice`);
     if (!this.#seqIds.canAcquire()) return { ok: false, reason: 'no_seq_id' };
     const sized = Math.min(req.numTokens, this.#opts.numCells - this.#opts.maxOutputTokens);
     if (!this.#contig.canAllocate(sized)) return { ok: false, reason: 'no_blocks' };
@@ -70,7 +71,7 @@ export class ContiguousKvManager implements KvManager {
 
   grow(req: Request, numNewTokens: number): boolean {
     const st = this.#state(req);
-    if (req.numComputedTokens + numNewTokens > st.slab.numCells) throw new Error(`bug: request ${req.id} outgrew its contiguous slab`);
+    if (req.numComputedTokens + numNewTokens > st.slab.numCells) bug(`request ${req.id} outgrew its contiguous slab`);
     return true;
   }
 
@@ -108,14 +109,14 @@ export class ContiguousKvManager implements KvManager {
   checkInvariants(): void {
     this.#seqIds.checkInvariants();
     const held = [...this.#states.values()].map((s) => s.seqId);
-    if (new Set(held).size !== held.length) throw new Error('bug: two running requests share a sequence id');
+    if (new Set(held).size !== held.length) bug('two running requests share a sequence id');
     this.#contig.checkInvariants();
-    if (this.#seqIds.numFree + held.length !== this.#opts.maxSequences) throw new Error('bug: sequence ids leaked');
+    if (this.#seqIds.numFree + held.length !== this.#opts.maxSequences) bug('sequence ids leaked');
   }
 
   #state(req: Request): SeqState {
     const st = this.#states.get(req);
-    if (st === undefined) throw new Error(`bug: request ${req.id} holds no KV state`);
+    if (st === undefined) bug(`request ${req.id} holds no KV state`);
     return st;
   }
 }

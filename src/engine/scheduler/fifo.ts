@@ -12,6 +12,7 @@ import { asSeqId } from '../plan.ts';
 import type { Scheduler, SchedulerPlan, SchedulerSnapshot } from './scheduler.ts';
 import { emptySchedulerPlan } from './scheduler.ts';
 import type { RequestQueue } from './request-queue.ts';
+import { bug } from '../../util/bug.ts';
 
 const SEQ = asSeqId(0);
 
@@ -122,7 +123,7 @@ export class FifoScheduler implements Scheduler {
 
   checkInvariants(): void {
     if (this.#running !== null && this.#running.status !== RequestStatus.RUNNING) {
-      throw new Error(`bug: FIFO running slot holds request ${this.#running.id} in status ${this.#running.status}`);
+      bug(`FIFO running slot holds request ${this.#running.id} in status ${this.#running.status}`);
     }
   }
 

@@ -34,6 +34,7 @@ import { SeqIdPool } from '../kv/seq-id-pool.ts';
 import type { Request } from '../request.ts';
 import type { AllocateResult, KvManager, KvManagerOptions } from './kv-manager.ts';
 import type { KvSnapshot } from './scheduler.ts';
+import { bug } from '../../util/bug.ts';
 
 export const DEFAULT_WATERMARK_FRACTION = 0.01;
 
@@ -89,7 +90,7 @@ export class PagedKvManager implements KvManager {
   }
 
   allocate(req: Request, maxNewTokens: number): AllocateResult {
-    if (this.#states.has(req)) throw new Error(`bug: request ${req.id} allocated twice`);
+    if (this.#states.has(req)) bug(`request ${req.id} allocated twice`);
     const pool = this.#pool;
     const numBlocksAll = numBlocksNeeded(req.numTokens, pool.blockSize);
     if (numBlocksAll > pool.numBlocks) return { ok: false, reason: 'never_fits' };
@@ -126,10 +127,10 @@ export class PagedKvManager implements KvManager {
   }
 
   fork(parent: Request, child: Request, numShared: number): AllocateResult {
-    if (this.#states.has(child)) throw new Error(`bug: request ${child.id} allocated twice`);
+    if (this.#states.has(child)) bug(`request ${child.id} allocated twice`);
     const from = this.#state(parent);
     if (!(numShared >= 1 && numShared <= parent.numComputedTokens && numShared < child.numTokens)) {
-      throw new Error(`bug: fork of ${parent.id} sharing ${numShared} tokens (${parent.numComputedTokens} computed, child of ${child.numTokens})`);
+      bug(`fork of ${parent.id} sharing ${numShared} tokens (${parent.numComputedTokens} computed, child of ${child.numTokens})`);
     }
     if (!this.#seqIds.canAcquire()) this.#evictForSeqId();
     if (!this.#seqIds.canAcquire()) return { ok: false, reason: 'no_seq_id' };
@@ -229,7 +230,7 @@ export class PagedKvManager implements KvManager {
   checkInvariants(): void {
     this.#seqIds.checkInvariants();
     const held = [...this.#states.values()].map((s) => s.seqId);
-    if (new Set(held).size !== held.length) throw new Error('bug: two running requests share a sequence id');
+    if (new Set(held).size !== held.length) bug('two running requests share a sequence id');
     const refs = new Map<BlockId, number>();
     this.#paged.countBlockRefs(refs);
     this.#radix?.countBlockRefs(refs);
@@ -237,17 +238,17 @@ export class PagedKvManager implements KvManager {
     this.#pool.checkInvariants(refs);
     this.#paged.checkInvariants();
     if (this.#radix !== null) this.#radix.checkInvariants(held);
-    else if (this.#seqIds.numFree + held.length !== this.#opts.maxSequences) throw new Error('bug: sequence ids leaked');
-    for (const s of this.#shadows.keys()) if (!this.#radix?.ownsNodes(s)) throw new Error(`bug: shadow blocks kept for sequence ${s}, which owns no cache node`);
+    else if (this.#seqIds.numFree + held.length !== this.#opts.maxSequences) bug('sequence ids leaked');
+    for (const s of this.#shadows.keys()) if (!this.#radix?.ownsNodes(s)) bug(`shadow blocks kept for sequence ${s}, which owns no cache node`);
     for (const [req, st] of this.#states) {
       // The allocation rule: room for the whole prompt is held from the start.
-      if (st.table.numTokens < Math.max(req.numComputedTokens, req.numPromptTokens)) throw new Error(`bug: request ${req.id} (${req.numPromptTokens} prompt tokens, ${req.numComputedTokens} computed) holds a table of ${st.table.numTokens}`);
+      if (st.table.numTokens < Math.max(req.numComputedTokens, req.numPromptTokens)) bug(`request ${req.id} (${req.numPromptTokens} prompt tokens, ${req.numComputedTokens} computed) holds a table of ${st.table.numTokens}`);
     }
   }
 
   #state(req: Request): SeqState {
     const st = this.#states.get(req);
-    if (st === undefined) throw new Error(`bug: request ${req.id} holds no KV state`);
+    if (st === undefined) bug(`request ${req.id} holds no KV state`);
     return st;
   }
 

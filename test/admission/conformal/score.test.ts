@@ -44,7 +44,7 @@ describe('nonconformity scores', () => {
 
   it('the bound is +∞ at q = +∞ and NaN q is a bug', () => {
     assert.equal(ratioScore.bound(100, Infinity), Infinity);
-    assert.throws(() => absoluteScore.bound(100, NaN), /^Error: bug: /);
+    assert.throws(() => absoluteScore.bound(100, NaN), /^BugError: bug: /);
   });
 
   it('rejects inputs outside each domain as bugs', () => {

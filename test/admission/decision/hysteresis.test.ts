@@ -46,6 +46,6 @@ describe('Hysteresis', () => {
 
   it('validates its option and treats NaN as a bug', () => {
     assert.throws(() => new Hysteresis({ resumeFactor: 1.2 }), /expected resumeFactor in \(0, 1\], got 1.2/);
-    assert.throws(() => new Hysteresis().fits(NaN, BUDGET), /^Error: bug: /);
+    assert.throws(() => new Hysteresis().fits(NaN, BUDGET), /^BugError: bug: /);
   });
 });

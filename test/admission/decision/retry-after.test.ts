@@ -63,6 +63,6 @@ describe('RetryAfter', () => {
     assert.throws(() => new RetryAfter({ minS: 0 }), /expected minS to be an integer ≥ 1, got 0/);
     assert.throws(() => new RetryAfter({ minS: 5, maxS: 4 }), /expected maxS to be an integer ≥ minS \(5\), got 4/);
     assert.throws(() => r.fromWork(work({ remainingDecodeTokens: -1 })), /bug: retry-after given -1 queued tokens/);
-    assert.throws(() => r.fromWorkS(NaN), /^Error: bug: /);
+    assert.throws(() => r.fromWorkS(NaN), /^BugError: bug: /);
   });
 });

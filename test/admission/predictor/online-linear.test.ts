@@ -33,7 +33,7 @@ describe('OnlineLinearQuantile', () => {
     const m = new OnlineLinearQuantile({ quantile: 0.9, columns: [0, 2], numFeatures: 5, windowSize: 50 });
     assert.equal(m.ready, false);
     assert.equal(m.toModel(), null);
-    assert.throws(() => m.predict([1, 2, 3, 4, 5]), /^Error: bug: .*check ready/);
+    assert.throws(() => m.predict([1, 2, 3, 4, 5]), /^BugError: bug: .*check ready/);
     const { X, y } = stream(3, 1);
     for (let i = 0; i < 3; i++) m.observe(X[i]!, y[i]!);
     assert.equal(m.refit(), false, 'k = 3 coefficients need more than 3 rows');

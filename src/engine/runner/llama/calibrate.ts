@@ -5,6 +5,7 @@
 import { asSeqId } from '../../plan.ts';
 import type { RunnerPlan, StepItem } from '../../plan.ts';
 import type { LlamaRunner } from './llama-runner.ts';
+import { bug } from '../../../util/bug.ts';
 
 export interface Spread {
   readonly median: number;
@@ -14,7 +15,7 @@ export interface Spread {
 }
 
 export function spread(xs: readonly number[]): Spread {
-  if (xs.length === 0) throw new Error('bug: spread of no samples');
+  if (xs.length === 0) bug('spread of no samples');
   const s = [...xs].sort((a, b) => a - b);
   const mid = s.length >> 1;
   const median = s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
@@ -80,7 +81,7 @@ async function step(runner: LlamaRunner, p: RunnerPlan): Promise<{ sample: Sampl
   const res = await runner.execute(p);
   if (!res.ok) throw new Error(`calibration step refused: ${res.reason}: ${res.message}`);
   const t = runner.lastTiming;
-  if (t === null) throw new Error('bug: no timing after a step');
+  if (t === null) bug('no timing after a step');
   return { sample: { executeMs: t.executeMs, decodeMs: t.decodeUs / 1000, sampleMs: t.sampleUs / 1000 }, sampled: res.sampled };
 }
 
@@ -101,7 +102,7 @@ export function calibrationPrompt(runner: LlamaRunner, n: number, salt = 0): num
   let text = '';
   for (let i = 0; text.length < n * 10; i++) text += `${words[(i * 5 + salt) % words.length]} `;
   const toks = runner.tokenizer.tokenize(text, true).slice(0, n);
-  if (toks.length < n) throw new Error(`bug: calibration prompt has ${toks.length} tokens, wanted ${n}`);
+  if (toks.length < n) bug(`calibration prompt has ${toks.length} tokens, wanted ${n}`);
   return toks;
 }
 

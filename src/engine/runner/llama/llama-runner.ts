@@ -15,6 +15,7 @@ import type { RunnerPlan, StepResult } from '../../plan.ts';
 import { loadLlamaAddon, llamaBinsDir } from './addon.ts';
 import type { AddonContext, AddonContextOptions, AddonDecodeResult, LlamaAddon } from './addon.ts';
 import { LlamaTokenizer } from './llama-tokenizer.ts';
+import { bug } from '../../../util/bug.ts';
 
 export interface LlamaRunnerOptions {
   /** Path of a GGUF model. */
@@ -138,8 +139,8 @@ export class LlamaRunner implements Runner {
   }
 
   async execute(plan: RunnerPlan): Promise<StepResult> {
-    if (this.#closed) throw new Error('bug: execute() on a closed LlamaRunner');
-    if (this.#inflight !== null) throw new Error('bug: execute() called while a step is in flight');
+    if (this.#closed) bug('execute() on a closed LlamaRunner');
+    if (this.#inflight !== null) bug('execute() called while a step is in flight');
     const t0 = performance.now();
     for (const op of plan.kvOps) {
       if (op.kind === 'copy') {
@@ -152,7 +153,7 @@ export class LlamaRunner implements Runner {
     for (const item of plan.items) numRows += item.tokens.length;
     if (numRows === 0) return { ok: true, sampled: plan.items.map(() => null), computeMs: 0 };
     if (numRows > this.info.maxBatchTokens) {
-      throw new Error(`bug: plan carries ${numRows} tokens, more than maxBatchTokens ${this.info.maxBatchTokens}`);
+      bug(`plan carries ${numRows} tokens, more than maxBatchTokens ${this.info.maxBatchTokens}`);
     }
     const tokens = new Int32Array(numRows);
     const pos = new Int32Array(numRows);
@@ -161,7 +162,7 @@ export class LlamaRunner implements Runner {
     let row = 0;
     for (const item of plan.items) {
       if (item.tokens.length === 0) {
-        if (item.sample) throw new Error(`bug: item ${item.requestId} asks for a sample with no tokens`);
+        if (item.sample) bug(`item ${item.requestId} asks for a sample with no tokens`);
         continue;
       }
       if (item.resetSampler) {

@@ -9,6 +9,7 @@ import type { ChatMessage, EncodeResult, IncrementalDetokenizer, Tokenizer } fro
 import { templateBytesPerMessage } from '../template-probe.ts';
 import type { AddonContext } from './addon.ts';
 import { Gate } from './gate.ts';
+import { bug } from '../../../util/bug.ts';
 
 /** Prompts templated and tokenized at once on libuv's pool: fewer than its threads, so a decode always finds one. */
 const TOKENIZE_CONCURRENCY = 2;
@@ -51,7 +52,7 @@ export class LlamaTokenizer implements Tokenizer {
 
   async encodeText(text: string, addBos: boolean): Promise<number[]> {
     const r = await this.#gate.run(() => this.#ctx.tokenizeAsync(text, addBos));
-    if (r.status !== 0) throw new Error(`bug: tokenizeAsync resolved with status ${r.status}`);
+    if (r.status !== 0) bug(`tokenizeAsync resolved with status ${r.status}`);
     return Array.from(r.tokens);
   }
 
@@ -61,7 +62,7 @@ export class LlamaTokenizer implements Tokenizer {
     if (r.status === 2) {
       return { ok: false, reason: 'nul_in_template', message: "This model's chat template cannot carry the NUL characters in the messages exactly." };
     }
-    if (r.status !== 0) throw new Error(`bug: chat template ${this.chatTemplate.slice(0, 40)} was accepted at load but not now (status ${r.status})`);
+    if (r.status !== 0) bug(`chat template ${this.chatTemplate.slice(0, 40)} was accepted at load but not now (status ${r.status})`);
     return { ok: true, tokens: Array.from(r.tokens) };
   }
 
@@ -72,7 +73,7 @@ export class LlamaTokenizer implements Tokenizer {
   applyChatTemplate(messages: readonly ChatMessage[]): string {
     const msgs = messages.map((m) => ({ role: m.role, content: m.content }));
     const text = this.#ctx.applyChatTemplate(msgs, this.chatTemplate);
-    if (text === null) throw new Error(`bug: chat template ${this.chatTemplate.slice(0, 40)} was accepted at load but not now`);
+    if (text === null) bug(`chat template ${this.chatTemplate.slice(0, 40)} was accepted at load but not now`);
     return text;
   }
 

@@ -6,6 +6,7 @@
 // Per sequence: an array position → cell id. Per cell: how many sequences hold it.
 
 import type { KvOp, SeqId } from '../../plan.ts';
+import { bug } from '../../../util/bug.ts';
 
 export class MockKv {
   readonly numCells: number;
@@ -34,7 +35,7 @@ export class MockKv {
       const p1 = op.p1 < 0 ? src.length : op.p1;
       const dst = this.#seqs.get(op.dstSeqId) ?? [];
       if (dst.length !== op.p0 || p1 > src.length) {
-        throw new Error(`bug: seqCopy ${op.srcSeqId}->${op.dstSeqId} [${op.p0},${p1}) onto a destination of length ${dst.length} from a source of length ${src.length}`);
+        bug(`seqCopy ${op.srcSeqId}->${op.dstSeqId} [${op.p0},${p1}) onto a destination of length ${dst.length} from a source of length ${src.length}`);
       }
       for (let p = op.p0; p < p1; p++) {
         const cell = src[p]!;
@@ -46,7 +47,7 @@ export class MockKv {
     }
     const cells = this.#seqs.get(op.seqId) ?? [];
     const p1 = op.p1 < 0 ? cells.length : Math.min(op.p1, cells.length);
-    if (p1 < cells.length && op.p0 < p1) throw new Error(`bug: seqRemove ${op.seqId} [${op.p0},${p1}) would leave a hole`);
+    if (p1 < cells.length && op.p0 < p1) bug(`seqRemove ${op.seqId} [${op.p0},${p1}) would leave a hole`);
     for (const cell of cells.splice(op.p0, Math.max(0, p1 - op.p0))) this.#release(cell);
     if (cells.length === 0) this.#seqs.delete(op.seqId);
   }
@@ -55,7 +56,7 @@ export class MockKv {
   append(seqId: SeqId, startPos: number, count: number): boolean {
     const cells = this.#seqs.get(seqId) ?? [];
     if (cells.length !== startPos) {
-      throw new Error(`bug: sequence ${seqId} fed at position ${startPos} but holds ${cells.length} tokens`);
+      bug(`sequence ${seqId} fed at position ${startPos} but holds ${cells.length} tokens`);
     }
     if (count > this.#freeCells.length) return false;
     for (let i = 0; i < count; i++) {
@@ -69,7 +70,7 @@ export class MockKv {
 
   #release(cell: number): void {
     const refs = (this.#cellRefs.get(cell) ?? 0) - 1;
-    if (refs < 0) throw new Error(`bug: cell ${cell} released more often than held`);
+    if (refs < 0) bug(`cell ${cell} released more often than held`);
     if (refs === 0) {
       this.#cellRefs.delete(cell);
       this.#freeCells.push(cell);

@@ -13,6 +13,7 @@ import type { Runner, RunnerInfo } from '../runner.ts';
 import type { RunnerPlan, StepResult } from '../../plan.ts';
 import { MockKv } from './mock-kv.ts';
 import { BOS_ID, EMOJI_BYTE_TOKENS, EOS_ID, MOCK_GENERATION_POOL, MOCK_VOCAB_SIZE, MockTokenizer } from './mock-tokenizer.ts';
+import { bug } from '../../../util/bug.ts';
 
 export interface MockCostModel {
   /** Fixed cost of every forward pass, ms. */
@@ -88,7 +89,7 @@ export class MockRunner implements Runner {
   async execute(plan: RunnerPlan): Promise<StepResult> {
     if (this.#closed) return { ok: false, reason: 'backend_error', message: 'runner is closed' };
     const numTokens = plan.items.reduce((n, it) => n + it.tokens.length, 0);
-    if (numTokens > this.info.maxBatchTokens) throw new Error(`bug: a plan of ${numTokens} tokens exceeds the batch limit ${this.info.maxBatchTokens}`);
+    if (numTokens > this.info.maxBatchTokens) bug(`a plan of ${numTokens} tokens exceeds the batch limit ${this.info.maxBatchTokens}`);
     for (const op of plan.kvOps) {
       this.#kv.apply(op);
       if (op.kind === 'remove') this.#history.get(op.seqId)?.splice(op.p0, op.p1 < 0 ? Infinity : op.p1 - op.p0);
@@ -102,7 +103,7 @@ export class MockRunner implements Runner {
     let decodeSeqs = 0;
     const sampled: (number | null)[] = [];
     for (const item of plan.items) {
-      if (!this.#kv.append(item.seqId, item.startPos, item.tokens.length)) throw new Error('bug: MockKv refused after the capacity check');
+      if (!this.#kv.append(item.seqId, item.startPos, item.tokens.length)) bug('MockKv refused after the capacity check');
       const hist = this.#history.get(item.seqId) ?? [];
       for (const t of item.tokens) hist.push(hash(hist.at(-1) ?? 0x9e37, t));
       this.#history.set(item.seqId, hist);
