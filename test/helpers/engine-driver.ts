@@ -78,10 +78,14 @@ export function deliver(outputs: readonly RequestOutput[]): void {
   for (const o of outputs) sinkFor({ id: o.requestId } as Request)(o);
 }
 
-/** One step by hand: schedule → execute → update, outputs delivered, invariants checked. */
-export async function stepOnce(s: Scheduler, runner: Runner, nowMs: number): Promise<SchedulerPlan> {
+/**
+ * One step by hand: schedule → (inspect the plan) → execute → update, outputs delivered, invariants
+ * checked. The one step loop tests share.
+ */
+export async function stepOnce(s: Scheduler, runner: Runner, nowMs: number, inspect?: (plan: SchedulerPlan) => void): Promise<SchedulerPlan> {
   const plan = s.schedule(nowMs);
   deliver(plan.outputs);
+  inspect?.(plan);
   deliver(s.update(plan, await runner.execute(plan.runner), nowMs));
   s.checkInvariants();
   return plan;

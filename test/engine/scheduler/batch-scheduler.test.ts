@@ -8,7 +8,7 @@ import { createScheduler } from '../../../src/engine/scheduler/factory.ts';
 import type { SchedulerConfig } from '../../../src/engine/scheduler/factory.ts';
 import type { BatchScheduler } from '../../../src/engine/scheduler/batch-scheduler.ts';
 import type { Request } from '../../../src/engine/request.ts';
-import { deliver, makeEngine, makeRequest, runJobs } from '../../helpers/engine-driver.ts';
+import { deliver, makeEngine, makeRequest, runJobs, stepOnce } from '../../helpers/engine-driver.ts';
 import type { Outcome } from '../../helpers/engine-driver.ts';
 
 const longPrompt = (tag: string, words = 60): string => `${tag}: ${'the river and the stone '.repeat(words / 5)}`;
@@ -16,10 +16,7 @@ const longPrompt = (tag: string, words = 60): string => `${tag}: ${'the river an
 /** Step the scheduler by hand: schedule → execute → update, recording which requests each plan carried. */
 async function stepUntilIdle(s: ReturnType<typeof createScheduler>, runner: MockRunner, onStep: (ids: string[], step: number) => void | Promise<void>): Promise<void> {
   for (let step = 0; step < 10_000 && s.numUnfinished > 0; step++) {
-    const plan = s.schedule(step);
-    deliver(plan.outputs);
-    deliver(s.update(plan, await runner.execute(plan.runner), step));
-    s.checkInvariants();
+    const plan = await stepOnce(s, runner, step);
     await onStep(plan.scheduled.map((x) => x.request.id), step);
   }
   assert.equal(s.numUnfinished, 0, 'scheduler did not drain');
@@ -82,13 +79,12 @@ test('chunked prefill: no step carries more than the token budget, decodes ride 
   s.add(req(runner, 'long', longPrompt('long', 200), 5, 1, out));
   let mixed = 0;
   for (let step = 0; s.numUnfinished > 0 && step < 1000; step++) {
-    const plan = s.schedule(step);
-    deliver(plan.outputs);
-    const n = plan.runner.items.reduce((a, it) => a + it.tokens.length, 0);
-    assert.ok(n <= 64, `step ${step} carried ${n} tokens`);
-    for (const it of plan.runner.items) if (it.tokens.length > 1) assert.ok(it.tokens.length <= 32);
-    if (plan.runner.items.some((it) => it.tokens.length === 1) && plan.runner.items.some((it) => it.tokens.length > 1)) mixed++;
-    deliver(s.update(plan, await runner.execute(plan.runner), step));
+    await stepOnce(s, runner, step, (plan) => {
+      const n = plan.runner.items.reduce((a, it) => a + it.tokens.length, 0);
+      assert.ok(n <= 64, `step ${step} carried ${n} tokens`);
+      for (const it of plan.runner.items) if (it.tokens.length > 1) assert.ok(it.tokens.length <= 32);
+      if (plan.runner.items.some((it) => it.tokens.length === 1) && plan.runner.items.some((it) => it.tokens.length > 1)) mixed++;
+    });
   }
   assert.ok(mixed > 0, 'decode steps of one request shared steps with the other request\'s prefill chunks');
 });
@@ -125,10 +121,7 @@ async function randomWorkload(config: SchedulerConfig, seed: number, numCells: n
       const victim = out[next(out.length)]!;
       if (victim.reason === null) sched.abort(victim.request);
     }
-    const plan = sched.schedule(step);
-    deliver(plan.outputs);
-    deliver(sched.update(plan, await runner.execute(plan.runner), step));
-    sched.checkInvariants();
+    await stepOnce(sched, runner, step);
   }
   // One last step applies the KV operations of the final finishes.
   const tail = sched.schedule(1e9);
@@ -192,10 +185,7 @@ test('a burst of requests with one system prompt: duplicated prefix cells stay a
   deliver(sched.update(first, await runner.execute(first.runner), 0));
   sched.add(makeRequest(engineLike, { prompt: Array.from({ length: 300 }, (_, i) => 260 + (i % 90)), maxTokens: 4 }, 'big', out));
   for (let step = 1; step < 50 && sched.numUnfinished > 0; step++) {
-    const plan = sched.schedule(step);
-    deliver(plan.outputs);
-    deliver(sched.update(plan, await runner.execute(plan.runner), step));
-    sched.checkInvariants();
+    await stepOnce(sched, runner, step);
   }
   assert.equal(sched.numRunnerRefusals, 0, 'the runner refused a batch the accounting admitted');
   assert.deepEqual(out.map((o) => o.reason), ['length', 'length', 'length', 'length']);
@@ -238,14 +228,13 @@ test('decode-first: every decoding request gets its token in every step, and pro
   for (let step = 0; s.numUnfinished > 0 && step < 2000; step++) {
     if (step === 3) for (let i = 0; i < 6; i++) s.add(req(runner, `long-${i}`, longPrompt(`long ${i}`, 150), 4, 3, out));
     const decoding = out.filter((o) => o.reason === null && o.request.numComputedTokens > 0 && o.request.numComputedTokens === o.request.numTokens - 1).map((o) => o.request.id);
-    const plan = s.schedule(step);
-    deliver(plan.outputs);
-    const ids = new Set(plan.scheduled.map((x) => x.request.id));
-    stalls += decoding.filter((id) => !ids.has(id)).length;
-    const prompt = plan.scheduled.filter((x) => x.numNewTokens > 1).reduce((a, x) => a + x.numNewTokens, 0);
-    assert.ok(prompt <= 64, `step ${step} carried ${prompt} prompt tokens`);
-    if (prompt > 0) promptSteps++;
-    deliver(s.update(plan, await runner.execute(plan.runner), step));
+    await stepOnce(s, runner, step, (plan) => {
+      const ids = new Set(plan.scheduled.map((x) => x.request.id));
+      stalls += decoding.filter((id) => !ids.has(id)).length;
+      const prompt = plan.scheduled.filter((x) => x.numNewTokens > 1).reduce((a, x) => a + x.numNewTokens, 0);
+      assert.ok(prompt <= 64, `step ${step} carried ${prompt} prompt tokens`);
+      if (prompt > 0) promptSteps++;
+    });
   }
   assert.ok(promptSteps > 10, 'the long prompts were chunked over many steps');
   assert.equal(stalls, 0, 'a decoding request was left out of a step');

@@ -11,7 +11,7 @@ import { createScheduler } from '../../../src/engine/scheduler/factory.ts';
 import type { SchedulerConfig } from '../../../src/engine/scheduler/factory.ts';
 import type { BatchScheduler } from '../../../src/engine/scheduler/batch-scheduler.ts';
 import type { Scheduler } from '../../../src/engine/scheduler/scheduler.ts';
-import { deliver, makeRequest } from '../../helpers/engine-driver.ts';
+import { makeRequest, stepOnce } from '../../helpers/engine-driver.ts';
 import type { Outcome } from '../../helpers/engine-driver.ts';
 import { Coverage, prng, propertyParams } from '../kv/property-support.ts';
 
@@ -31,10 +31,7 @@ async function drive(runner: MockRunner, config: SchedulerConfig, arrivals: read
       const engineLike = { runner, now: () => step } as unknown as Parameters<typeof makeRequest>[0];
       s.add(makeRequest(engineLike, { prompt: a.prompt, maxTokens: a.maxTokens }, `r${out.length}`, out));
     }
-    const plan = s.schedule(step);
-    deliver(plan.outputs);
-    deliver(s.update(plan, await runner.execute(plan.runner), step));
-    s.checkInvariants();
+    await stepOnce(s, runner, step);
   }
   return { s, out, steps: step };
 }
@@ -138,21 +135,19 @@ test('property: random mixed workloads keep the allocation rule, the watermark a
           assert.equal(JSON.stringify(s.snapshot()), before, 'peek changed the scheduler or its cache');
         }
         const runningBefore = new Set(out.filter((o) => o.request.status === RequestStatus.RUNNING).map((o) => o.request));
-        const plan = s.schedule(step);
-        deliver(plan.outputs);
-        coverage.op();
-        const snap = s.snapshot();
-        coverage.hit(`stopped: ${snap.stopReason}`);
-        const started = out.filter((o) => o.request.status === RequestStatus.RUNNING && !runningBefore.has(o.request));
-        const others = [...runningBefore].filter((r) => r.status === RequestStatus.RUNNING).length;
-        if (started.length > 0 && others + started.length > 1) {
-          coverage.hit('started beside others');
-          // Only decode-first growth ran before the starts, so the watermark is still free now.
-          assert.ok(snap.numFreeBlocks >= watermark, `a request started beside others leaving ${snap.numFreeBlocks} free blocks, watermark ${watermark}`);
-        }
-        if (plan.runner.items.length === 0 && plan.runner.kvOps.length === 0 && s.numUnfinished > 0) assert.fail(`stalled at step ${step}: ${JSON.stringify(snap)}`);
-        deliver(s.update(plan, await runner.execute(plan.runner), step));
-        s.checkInvariants();
+        await stepOnce(s, runner, step, (plan) => {
+          coverage.op();
+          const snap = s.snapshot();
+          coverage.hit(`stopped: ${snap.stopReason}`);
+          const started = out.filter((o) => o.request.status === RequestStatus.RUNNING && !runningBefore.has(o.request));
+          const others = [...runningBefore].filter((r) => r.status === RequestStatus.RUNNING).length;
+          if (started.length > 0 && others + started.length > 1) {
+            coverage.hit('started beside others');
+            // Only decode-first growth ran before the starts, so the watermark is still free now.
+            assert.ok(snap.numFreeBlocks >= watermark, `a request started beside others leaving ${snap.numFreeBlocks} free blocks, watermark ${watermark}`);
+          }
+          if (plan.runner.items.length === 0 && plan.runner.kvOps.length === 0 && s.numUnfinished > 0) assert.fail(`stalled at step ${step}: ${JSON.stringify(snap)}`);
+        });
         for (const o of out) {
           assert.ok(o.request.numPreemptions <= p.maxPreemptions + s.numForcedPreemptions, `request ${o.request.id} preempted ${o.request.numPreemptions} times, cap ${p.maxPreemptions}`);
           if (o.request.numPreemptions > 0) coverage.hit('preempted');
