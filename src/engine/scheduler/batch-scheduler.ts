@@ -121,7 +121,7 @@ export class BatchScheduler implements Scheduler {
     return this.#numForcedPreemptions;
   }
 
-  /** Times llama.cpp refused a batch the accounting admitted (must stay 0). */
+  /** Times llama.cpp refused a batch the accounting accepted (must stay 0). */
   get numRunnerRefusals(): number {
     return this.#numRunnerRefusals;
   }
@@ -184,7 +184,7 @@ export class BatchScheduler implements Scheduler {
     if (!result.ok) {
       const live = plan.scheduled.map((s) => s.request).filter((r) => r.status === RequestStatus.RUNNING);
       if (result.reason === 'no_kv_slot') {
-        // The accounting admitted a batch the runner refused: recover by recomputing (and count it: it must stay 0).
+        // The accounting accepted a batch the runner refused: recover by recomputing (and count it: it must stay 0).
         this.#numRunnerRefusals++;
         for (const r of live) this.#preempt(r);
       } else {

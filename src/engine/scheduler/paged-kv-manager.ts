@@ -3,7 +3,7 @@
 // The block pool is the accounting model of llama.cpp's unified pool: `numCells / blockSize`
 // blocks, a sequence of n tokens holding ceil(n / blockSize) of them, a block shared through the
 // cache counted once (seq_cp tags cells, it does not copy them). Accounting ≥ cells really used,
-// so a batch the accounting admitted always fits (the mock runner's exact cell model checks this).
+// so a batch the accounting accepted always fits (the mock runner's exact cell model checks this).
 //
 // Allocation (see kv-manager.ts): a request's table is sized for its whole prompt at start, so a
 // prompt never stops half way for want of blocks; while others run, `watermark` blocks stay free
