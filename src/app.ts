@@ -182,18 +182,30 @@ export class Headroom {
     this.#obs = new Observability(this.#engine, { sloMs: opts.server.sloMs, ...opts.obs });
   }
 
-  /** One real step through the runner (a one-token prompt on a scratch sequence), then clean up. */
+  /**
+   * Real steps through the runner on a scratch sequence before serving: a short prefill and a few
+   * decode steps, timed, then cleaned up. They warm the backend and seed the engine's running
+   * averages, which admission control reads (a cold engine's zero rates are a state no latency
+   * model has seen). The prompt is shorter than a KV block, so the prefix cache gets nothing.
+   */
   async #warmUp(): Promise<void> {
-    const runner = this.engine.runner;
-    const seqId = runner.info.maxSequences - 1;
-    const token = runner.tokenizer.tokenize('warm', true)[0]!;
+    const engine = this.engine;
+    const runner = engine.runner;
+    const seqId = asSeqId(runner.info.maxSequences - 1);
+    const prompt = runner.tokenizer.tokenize('the river and the stone, the queue and the server', true).slice(0, 12);
     const sampling = { temperature: 0, topP: 1, seed: 0 };
-    const r = await runner.execute({
-      kvOps: [],
-      items: [{ requestId: 'warm-up', seqId: asSeqId(seqId), tokens: [token], startPos: 0, sample: true, resetSampler: true, sampling }],
-    });
-    await runner.execute({ kvOps: [{ kind: 'remove', seqId: asSeqId(seqId), p0: 0, p1: -1 }], items: [] });
+    const item = (tokens: number[], startPos: number, first: boolean) => ({ requestId: 'warm-up', seqId, tokens, startPos, sample: true, resetSampler: first, sampling });
+    let t0 = performance.now();
+    let r = await runner.execute({ kvOps: [], items: [item(prompt, 0, true)] });
     if (!r.ok) throw new Error(`warm-up step failed: ${r.message}`);
+    const prefillMs = performance.now() - t0;
+    const numDecode = 4;
+    t0 = performance.now();
+    for (let i = 0; i < numDecode && r.ok; i++) r = await runner.execute({ kvOps: [], items: [item([r.sampled[0]!], prompt.length + i, false)] });
+    const decodeMs = (performance.now() - t0) / numDecode;
+    await runner.execute({ kvOps: [{ kind: 'remove', seqId, p0: 0, p1: -1 }], items: [] });
+    if (!r.ok) throw new Error(`warm-up step failed: ${r.message}`);
+    engine.seedAverages({ stepMs: decodeMs, prefillTokensPerS: (prompt.length * 1000) / Math.max(prefillMs, 1e-3), decodeTokensPerS: 1000 / Math.max(decodeMs, 1e-3) });
   }
 }
 

@@ -193,6 +193,17 @@ export class Engine {
     return this.#snapshot;
   }
 
+  /**
+   * Start the running averages from a measurement taken before serving (the warm-up), so the
+   * snapshot never shows the never-seen zero rates that a latency model has no data for.
+   */
+  seedAverages(m: { readonly stepMs: number; readonly prefillTokensPerS: number; readonly decodeTokensPerS: number }): void {
+    if (this.#avgStepMs.value === null) this.#avgStepMs.add(m.stepMs);
+    if (this.#prefillRate.value === null) this.#prefillRate.add(m.prefillTokensPerS);
+    if (this.#decodeRate.value === null) this.#decodeRate.add(m.decodeTokensPerS);
+    this.#snapshot = null;
+  }
+
   /** The last step records, oldest first. */
   recentSteps(): StepRecord[] {
     return this.#log.records();
