@@ -4,6 +4,7 @@
 // (`headroom admission train`) replaces it for the E2E target after a provenance check.
 
 import { BoundModel } from './bound-model.ts';
+import { loadDataset } from './dataset.ts';
 import type { BasePredictor } from './bound-model.ts';
 import { createOnlineCalibrator } from './conformal/online-calibrator.ts';
 import type { CalibratorMode } from './conformal/online-calibrator.ts';
@@ -28,6 +29,11 @@ export interface AdmissionConfig {
   readonly minOutcomes?: number;
   /** An offline predictor artifact for the E2E target. */
   readonly artifactPath?: string;
+  /**
+   * Warm start: trace rows (a folder, as the collection writes them) whose outcomes calibrate the
+   * artifact's bound from the first request, instead of exploring until the small-n guard is met.
+   */
+  readonly calibrationTraces?: string;
   /** What the artifact must have been fitted on; mismatches refuse to start unless `allowMismatch`. */
   readonly expect?: { readonly runner: string; readonly modelSha256: string; readonly machine: string };
   readonly allowMismatch?: boolean;
@@ -69,5 +75,20 @@ export function createAdmissionController(c: AdmissionConfig): AdmissionControll
     }
     e2eBase = { kind: 'artifact', predictor: toPredictor(a.model), description: `${a.model.kind} artifact ${c.artifactPath} (τ=${a.quantile}, ${a.training.numRows} rows)` };
   }
-  return new ConformalController({ alpha, e2e: new BoundModel(e2eBase, calibrator()), ttft: new BoundModel(online(TTFT_COLUMNS), calibrator()) });
+  let initial: { yhat: number; y: number }[] = [];
+  if (c.calibrationTraces !== undefined) {
+    if (e2eBase.kind !== 'artifact') throw new Error('admission: calibration traces need an artifact (the online baseline has no predictions for them)');
+    const ds = loadDataset(c.calibrationTraces, 'e2e');
+    const p = e2eBase.predictor;
+    initial = Array.from({ length: ds.numRows }, (_, i) => ({ yhat: Math.max(0, p.predict(ds.x.subarray(i * NUM_FEATURES, (i + 1) * NUM_FEATURES))), y: ds.y[i]! }));
+  }
+  const e2eCalibrator = createOnlineCalibrator({
+    mode: c.calibration ?? 'rolling',
+    score: ratioScore,
+    alpha,
+    initial,
+    ...(c.minOutcomes === undefined ? {} : { minN: c.minOutcomes }),
+    ...(c.window === undefined ? {} : { window: c.window }),
+  });
+  return new ConformalController({ alpha, e2e: new BoundModel(e2eBase, e2eCalibrator), ttft: new BoundModel(online(TTFT_COLUMNS), calibrator()) });
 }

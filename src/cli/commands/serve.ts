@@ -57,6 +57,7 @@ interface ServeFlags {
   admissionGuarantee: string;
   admissionCalibration: 'rolling' | 'aci';
   admissionArtifact?: string;
+  admissionCalibrationTraces?: string;
   admissionAllowMismatch: boolean;
 }
 
@@ -120,6 +121,7 @@ export function registerServeCommand(program: Command): void {
     .option('--admission-guarantee <p>', 'share of admitted requests promised to finish inside their budget, (0, 1)', '0.95')
     .addOption(new Option('--admission-calibration <mode>', 'online conformal calibration: rolling window or adaptive (ACI)').choices(['rolling', 'aci']).default('rolling'))
     .option('--admission-artifact <file>', 'an offline E2E predictor (headroom admission train); default: an online baseline fitted from outcomes')
+    .option('--admission-calibration-traces <dir>', 'warm start: calibrate the artifact on these collected traces from the first request')
     .option('--admission-allow-mismatch', 'use an artifact fitted on another runner, model or machine (warns)', false)
     .option('--trace-out <file>', 'append one admission-trace JSON line per request (features as admission saw them, then the outcome)')
     .option('--no-exit-on-engine-failure', `stay up with /health at 503 when the engine fails, instead of exiting with status ${EXIT_CODES.engineFailure}`)
@@ -215,7 +217,12 @@ async function admissionConfig(f: ServeFlags): Promise<AdmissionConfig> {
   // What the artifact must have been fitted on: this runner, this model file, this machine.
   const modelPath = f.runner === 'mock' ? null : (f.model ?? DEFAULT_MODEL_PATH);
   const modelSha256 = modelPath === null ? 'mock' : existsSync(modelPath) ? await fileSha256(modelPath) : 'unknown';
-  return { ...base, artifactPath: f.admissionArtifact, expect: { runner: f.runner, modelSha256, machine: machineIdentity() } };
+  return {
+    ...base,
+    artifactPath: f.admissionArtifact,
+    expect: { runner: f.runner, modelSha256, machine: machineIdentity() },
+    ...(f.admissionCalibrationTraces === undefined ? {} : { calibrationTraces: f.admissionCalibrationTraces }),
+  };
 }
 
 /** First signal: drain (or exit, if the model is still loading). Second: exit at once. */
