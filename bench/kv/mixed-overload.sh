@@ -54,7 +54,8 @@ run_point() {
   echo "after $(cut -d' ' -f1-3 /proc/loadavg)" >>"$dir/loadavg.txt"
   echo "$label $name done"
 }
-run_point "closed-c$CONC" "$TIMEOUT_S" --loop closed --concurrency "$CONC"
+# SKIP_CLOSED=1 reruns only the open-loop points; OPEN_TIMEOUTS_S=" " only the closed loop.
+[[ ${SKIP_CLOSED:-0} == 1 ]] || run_point "closed-c$CONC" "$TIMEOUT_S" --loop closed --concurrency "$CONC"
 for t in $OPEN_TIMEOUTS_S; do
   run_point "open-r$RATE-t$t" "$t" --loop open --arrival poisson --rate "$RATE"
 done
