@@ -42,6 +42,8 @@ interface ServeFlags {
   staticBatch: string;
   staticWaitMs: string;
   cacheMaxFraction: string;
+  kvWatermark: string;
+  maxPreemptions: string;
   otelEndpoint?: string;
   metrics: boolean;
   drainTimeoutMs: string;
@@ -98,6 +100,8 @@ export function registerServeCommand(program: Command): void {
     .addOption(new Option('--prefix-cache <on|off>', 'radix prefix cache (paged KV only)').choices(['on', 'off']).default('on'))
     .option('--block-size <tokens>', 'KV block size', '16')
     .option('--cache-max-fraction <f>', 'most of the KV pool idle cached prefixes may keep, (0, 1]', '1')
+    .option('--kv-watermark <f>', 'share of KV blocks a new request must leave free while others run (room for their decode growth), [0, 0.5]', '0.01')
+    .option('--max-preemptions <n>', 'a request preempted this many times is not preempted again before it finishes', '2')
     .option('--prefill-chunk <tokens>', 'most prompt tokens per step, all requests together (bounds step time and so ITL)', '256')
     .addOption(new Option('--priority <p>', 'who gets the step budget first').choices(['prefill-first', 'decode-first']).default('decode-first'))
     .option('--static-batch <n>', 'static scheduler: batch size', '8')
@@ -191,6 +195,8 @@ async function build(f: ServeFlags): Promise<Headroom> {
       staticBatchSize: int('static-batch', f.staticBatch),
       staticWaitMs: int('static-wait-ms', f.staticWaitMs),
       cacheMaxFraction: Number(f.cacheMaxFraction),
+      kvWatermark: Number(f.kvWatermark),
+      maxPreemptions: int('max-preemptions', f.maxPreemptions),
     },
     maxQueuedRequests: int('max-queued', f.maxQueued),
     obs: { metrics: f.metrics, ...(f.otelEndpoint === undefined ? {} : { otelEndpoint: f.otelEndpoint }) },
