@@ -4,7 +4,7 @@
 # Rate-major, arm order rotated per rate, a fresh server per run (trace rows kept per run: online
 # coverage and the admitted rate over time come from them).
 #
-#   ARTIFACT=results/admission/e2e-gbdt.json CAL_TRACES=results/admission/collect/round-2 \
+#   [SERVE_FLAGS="--runner mock --mock-speed 2 ..."] ARTIFACT=results/admission/e2e-gbdt.json CAL_TRACES=results/admission/collect/round-2 \
 #     bash bench/admission/sweep.sh [rates...]                (DURATION_S=60; model and pool in bench/ladder/lib.sh)
 #
 # Without ARTIFACT the conformal arms use the online baseline from a cold start.
@@ -17,7 +17,8 @@ read -r -a rates <<<"${*:-0.5 1 2 4}"
 : "${WORKLOAD:=chat}"
 out=${OUT:-results/admission/sweep}
 port=8331
-common="--scheduler continuous --kv paged --prefix-cache on --slo-ms $SLO_MS"
+: "${SERVE_FLAGS:=--scheduler continuous --kv paged --prefix-cache on}"
+common="$SERVE_FLAGS --slo-ms $SLO_MS"
 extra=""
 if [[ -n "${ARTIFACT:-}" ]]; then
   extra="--admission-artifact $ARTIFACT"

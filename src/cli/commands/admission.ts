@@ -62,7 +62,7 @@ export function registerAdmissionCommands(program: Command): void {
         model: spec,
         provenance: {
           runner: o.runner,
-          modelSha256: o.modelFile === undefined ? 'unknown' : await fileSha256(o.modelFile),
+          modelSha256: o.runner === 'mock' ? 'mock' : o.modelFile === undefined ? 'unknown' : await fileSha256(o.modelFile),
           machine: machineIdentity(),
           command: `headroom ${process.argv.slice(2).join(' ')}`,
           createdAt: new Date().toISOString(),
