@@ -27,8 +27,9 @@ for (const rateDir of readdirSync(root).filter((d) => d.startsWith('rate-')).sor
   for (const arm of readdirSync(join(root, rateDir)).sort()) {
     const dir = join(root, rateDir, arm);
     const summaryPath = join(dir, 'summary.json');
-    if (!existsSync(summaryPath)) continue;
-    const s = JSON.parse(readFileSync(summaryPath, 'utf8')) as Summary;
+    const text = existsSync(summaryPath) ? readFileSync(summaryPath, 'utf8') : '';
+    if (text.trim() === '') continue; // a run that did not finish
+    const s = JSON.parse(text) as Summary;
     const admitted = admittedPerWindow(join(dir, 'trace.jsonl'));
     rows.push(`| ${rateDir.slice(5)} | ${arm} | ${f2(s.offered_rate)} | ${f2(s.request_goodput)} | ${f2(s.request_throughput)} | ${s.p99_e2el_ms === undefined ? '-' : (s.p99_e2el_ms / 1000).toFixed(1)} | ${pct(s.shed_rate)} | ${pct(s.slo_attainment_admitted)} | ${s.num_timeouts} | ${admitted} |`);
   }
