@@ -100,10 +100,6 @@ export class Headroom {
     return this.#engine;
   }
 
-  get backend(): EngineBackend {
-    if (this.#backend === null) bug('the backend is asked for before the model is loaded');
-    return this.#backend;
-  }
 
   get obs(): Observability {
     if (this.#obs === null) bug('observability is asked for before the model is loaded');

@@ -31,6 +31,7 @@ export interface ConformalControllerOptions {
 
 export class ConformalController implements AdmissionController {
   readonly name = 'conformal';
+  readonly needsFeatures = true;
   readonly #o: ConformalControllerOptions;
   readonly #e2eGate: AdmissionGate;
   readonly #ttftGate: AdmissionGate;

@@ -54,6 +54,8 @@ export interface AdmissionOutcome {
 
 export interface AdmissionController {
   readonly name: string;
+  /** Whether decide() reads the snapshot and features (false lets the API skip building them). */
+  readonly needsFeatures: boolean;
   decide(ctx: AdmissionContext, snapshot: EngineSnapshot | null, features: Float64Array): AdmissionDecision;
   /** Feedback from an admitted request (once per choice). */
   observe(features: Float64Array, decision: AdmissionDecision, outcome: AdmissionOutcome): void;
@@ -64,6 +66,7 @@ export interface AdmissionController {
 /** Admits everything: the behaviour before admission control exists, and the ablation's "off". */
 export const admitAll: AdmissionController = {
   name: 'off',
+  needsFeatures: false,
   decide: () => ({ admit: true, boundMs: null, reason: 'off', memo: null }),
   observe: () => undefined,
   state: () => ({ name: 'off' }),

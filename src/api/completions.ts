@@ -29,6 +29,8 @@ import { parse, prepare } from './prepare.ts';
 import type { ActiveRequests } from './active-requests.ts';
 import { SseWriter } from './sse.ts';
 
+const NO_FEATURES = new Float64Array(0);
+
 export interface CompletionsDeps {
   readonly backend: Backend;
   readonly config: ServerConfig;
@@ -51,9 +53,8 @@ interface Call {
   readonly controller: AbortController;
   /** Set when the drain deadline cut the request: the error its client gets. */
   cutMessage: string | null;
-  /** What admission saw, and what it decided. */
+  /** What admission saw (empty when neither admission nor the trace reads it), and what it decided. */
   readonly features: Float64Array;
-  boundMs: number | null;
   decision: AdmissionDecision | null;
 }
 
@@ -82,16 +83,17 @@ export class CompletionsHandler {
       ttftBudgetMs: prepared.ttftBudgetMs,
     };
     const traceparent = typeof req.headers.traceparent === 'string' ? req.headers.traceparent : undefined;
-    const snapshot = backend.snapshot();
-    const features = extractFeatures(ctx, snapshot, new Float64Array(NUM_FEATURES));
-    const call: Call = { id, prepared, ctx, traceparent, controller: new AbortController(), cutMessage: null, features, boundMs: null, decision: null };
+    // The snapshot (a sort of the held requests when stale) and the features only when someone reads them.
+    const wanted = this.#d.admission.needsFeatures || this.#d.trace !== null;
+    const snapshot = wanted ? backend.snapshot() : null;
+    const features = wanted ? extractFeatures(ctx, snapshot, new Float64Array(NUM_FEATURES)) : NO_FEATURES;
+    const call: Call = { id, prepared, ctx, traceparent, controller: new AbortController(), cutMessage: null, features, decision: null };
 
     const decideStart = performance.now();
     const flow = this.#d.flow.acquire(ctx);
     if (!flow.ok) this.#refuse(call, flow.refusal);
     try {
       const decision = this.#d.admission.decide(ctx, snapshot, features);
-      call.boundMs = decision.boundMs;
       call.decision = decision;
       if (!decision.admit) this.#refuse(call, decision.refusal);
       // A client that leaves (stream or not) aborts its choices; the engine frees them before the next step.
@@ -122,7 +124,7 @@ export class CompletionsHandler {
 
   #refuse(call: Call, r: Refusal): never {
     this.#d.obs?.refused(refusedTimeline(call), r.reason, call.traceparent);
-    this.#d.trace?.refused(call.ctx, call.features, call.boundMs);
+    this.#d.trace?.refused(call.ctx, call.features, call.decision?.boundMs ?? null);
     throw new ApiError(REFUSALS[r.reason].code, r.message, { retryAfterS: r.retryAfterS ?? this.#d.config.retryAfterS });
   }
 
@@ -220,7 +222,7 @@ export class CompletionsHandler {
   /** A choice ended in the backend (its engine outcome, which a front-end stop may precede). */
   #finished(call: Call, index: number, t: RequestTimeline): void {
     this.#d.obs?.finished(t, t.outcome ?? 'error', call.traceparent);
-    this.#d.trace?.finished(call.ctx, call.features, call.boundMs, index, t);
+    this.#d.trace?.finished(call.ctx, call.features, call.decision?.boundMs ?? null, index, t);
     if (call.decision !== null && t.outcome !== 'error') {
       const elapsed = (t.finishedMs ?? this.#d.backend.clock.nowMs()) - t.arrivalMs;
       this.#d.admission.observe(call.features, call.decision, {

@@ -204,10 +204,6 @@ export class Engine {
     this.#snapshot = null;
   }
 
-  /** The last step records, oldest first. */
-  recentSteps(): StepRecord[] {
-    return this.#log.records();
-  }
 
   stats(): EngineStats {
     return {

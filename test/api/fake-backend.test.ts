@@ -41,7 +41,10 @@ class FakeBackend implements Backend {
     return { fake: true };
   }
 
+  numSnapshots = 0;
+
   snapshot(): null {
+    this.numSnapshots++;
     return null;
   }
 
@@ -114,6 +117,7 @@ test('a prepared job reaches the backend: tokens, limits, budget, sampling, n', 
   assert.deepEqual(job.sampling, { temperature: 0, topP: 1, seed: 5 });
   assert.equal(job.arrivalMs, 1000, 'arrival comes from the backend clock');
   assert.match(body.id, /^cmpl-\d{8}$/, 'ids come from the injected id source');
+  assert.equal(backend.numSnapshots, 0, 'admission off and no trace: no engine snapshot is built per request');
   assert.deepEqual(body.choices.map((c) => [c.index, c.text, c.finish_reason]), [[0, 'hello world', 'length'], [1, 'hello world', 'length']]);
   assert.equal(body.usage.prompt_tokens, job.promptTokens.length);
   assert.equal(body.usage.completion_tokens, 2 * tokenizer.tokenize('hello world', false).length);

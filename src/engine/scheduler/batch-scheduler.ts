@@ -83,7 +83,6 @@ export class BatchScheduler implements Scheduler {
   readonly #outputs = new OutputCollector();
   /** Parallel-sampling followers parked on their leader until it can be forked (fork-groups.ts). */
   readonly #forks = new ForkGroups();
-  #numForks = 0;
   #stopReason: StopReason = 'none_waiting';
 
   constructor(opts: BatchSchedulerOptions) {
@@ -106,10 +105,6 @@ export class BatchScheduler implements Scheduler {
     return this.#waiting.size + this.#forks.size + this.#running.length;
   }
 
-  /** Choices started as forks of another's sequence (parallel sampling). */
-  get numForks(): number {
-    return this.#numForks;
-  }
 
   /** Prompt tokens the prefix cache holds now for this prompt; pure (no LRU touch, pin or statistics). */
   peekCachedTokens(promptTokens: readonly number[]): number {
@@ -370,7 +365,6 @@ export class BatchScheduler implements Scheduler {
       f.samplerStarted = false;
       f.scheduledMs ??= nowMs;
       this.#running.push(f);
-      this.#numForks++;
     }
   }
 
