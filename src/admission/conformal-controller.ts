@@ -9,6 +9,8 @@
 //   is how the bound gets its data, and refusing would keep it cold forever;
 //   bound fits the budget (inside 0.9× of it while shedding: hysteresis)       → admit;
 //   engine idle or its rates unmeasured, and the exploration quota has a slot   → admit;
+// and then, for the whole request:
+//   refused above, but the engine visibly has room for it (decision/headroom.ts) → admit: headroom;
 //   otherwise                                                                   → refuse.
 
 import { refusal } from '../backend/refusal.ts';
@@ -16,6 +18,7 @@ import type { EngineSnapshot } from '../engine/snapshot.ts';
 import type { BoundModel } from './bound-model.ts';
 import type { AdmissionContext, AdmissionController, AdmissionDecision, AdmissionOutcome, DecisionMemo } from './controller.ts';
 import { AdmissionGate } from './decision/gate.ts';
+import type { Headroom } from './decision/headroom.ts';
 import type { GateDecision } from './decision/gate.ts';
 import { RetryAfter } from './decision/retry-after.ts';
 
@@ -27,6 +30,8 @@ export interface ConformalControllerOptions {
   readonly e2eGate?: AdmissionGate;
   readonly ttftGate?: AdmissionGate;
   readonly retryAfter?: RetryAfter;
+  /** The under-capacity shortcut; none: the bound alone decides. */
+  readonly headroom?: Headroom;
 }
 
 export class ConformalController implements AdmissionController {
@@ -50,12 +55,22 @@ export class ConformalController implements AdmissionController {
 
   decide(ctx: AdmissionContext, snapshot: EngineSnapshot | null, features: Float64Array): AdmissionDecision {
     this.#numDecisions++;
-    const memo: DecisionMemo = { e2ePredictionMs: this.#o.e2e.predict(features), ttftPredictionMs: ctx.ttftBudgetMs === null ? null : this.#o.ttft.predict(features) };
+    const memo: DecisionMemo = {
+      e2ePredictionMs: this.#o.e2e.predict(features),
+      ttftPredictionMs: ctx.ttftBudgetMs === null ? null : this.#o.ttft.predict(features),
+      sloMs: ctx.sloMs,
+      ttftBudgetMs: ctx.ttftBudgetMs,
+    };
     const e2e = this.#gate(this.#o.e2e, this.#e2eGate, memo.e2ePredictionMs, ctx.sloMs, ctx, snapshot);
     let verdict = e2e;
     if (verdict.admit && ctx.ttftBudgetMs !== null) verdict = this.#gate(this.#o.ttft, this.#ttftGate, memo.ttftPredictionMs, ctx.ttftBudgetMs, ctx, snapshot);
-    this.#reasons.set(verdict.reason, (this.#reasons.get(verdict.reason) ?? 0) + 1);
-    if (verdict.admit) return { admit: true, boundMs: e2e.boundMs, reason: verdict.reason, memo };
+    let reason: string = verdict.reason;
+    if (!verdict.admit && this.#o.headroom !== undefined) {
+      const h = this.#o.headroom.decide(features, snapshot, ctx.sloMs, ctx.ttftBudgetMs, ctx.arrivalMs);
+      if (h === 'admit' || h === 'probe') reason = h === 'admit' ? 'headroom' : 'headroom_probe';
+    }
+    this.#reasons.set(reason, (this.#reasons.get(reason) ?? 0) + 1);
+    if (verdict.admit || reason === 'headroom' || reason === 'headroom_probe') return { admit: true, boundMs: e2e.boundMs, reason, memo };
     this.#numRefused++;
     const retryAfterS = snapshot === null ? this.#retry.minS : this.#retry.fromWork(snapshot);
     const what = verdict === e2e ? 'end-to-end latency' : 'time to first token';
@@ -68,6 +83,10 @@ export class ConformalController implements AdmissionController {
   observe(features: Float64Array, decision: AdmissionDecision, outcome: AdmissionOutcome): void {
     const memo = decision.memo;
     if (memo === null) return;
+    if (this.#o.headroom !== undefined && (decision.reason === 'headroom' || decision.reason === 'headroom_probe')) {
+      const met = metBudgets(memo, outcome);
+      if (met !== null) this.#o.headroom.observe(met);
+    }
     if (outcome.e2eMs !== null) this.#o.e2e.observe(features, memo.e2ePredictionMs, outcome.e2eMs, outcome.censored);
     // Every admitted request teaches the TTFT model, asked for or not: its budget is the client's, its latency is the engine's.
     if (outcome.ttftMs !== null) this.#o.ttft.observe(features, memo.ttftPredictionMs ?? this.#o.ttft.predict(features), outcome.ttftMs, false);
@@ -82,6 +101,7 @@ export class ConformalController implements AdmissionController {
       reasons: Object.fromEntries(this.#reasons),
       e2e: { ...this.#o.e2e.state(), hysteresis: this.#e2eGate.hysteresis.state, explorationGrants: this.#e2eGate.exploration.numGrants },
       ttft: { ...this.#o.ttft.state(), hysteresis: this.#ttftGate.hysteresis.state, explorationGrants: this.#ttftGate.exploration.numGrants },
+      headroom: this.#o.headroom?.state() ?? null,
     };
   }
 
@@ -90,4 +110,17 @@ export class ConformalController implements AdmissionController {
     if (bound.status === 'uncalibrated') return { admit: true, reason: 'explore', boundMs: null, explored: 'uncalibrated' };
     return gate.decide({ bound, budgetMs, nowMs: ctx.arrivalMs, engine: snapshot });
   }
+}
+
+/**
+ * Whether an admitted request met every budget it was decided against; null when its outcome
+ * cannot tell (cut short before any budget ran out). A censored latency is a lower bound: past a
+ * budget it is a miss whatever the true latency was.
+ */
+export function metBudgets(memo: DecisionMemo, outcome: AdmissionOutcome): boolean | null {
+  const ttftMissed = memo.ttftBudgetMs !== null && outcome.ttftMs !== null && outcome.ttftMs > memo.ttftBudgetMs;
+  const e2eMissed = outcome.e2eMs !== null && outcome.e2eMs > memo.sloMs;
+  if (ttftMissed || e2eMissed) return false;
+  if (outcome.censored || outcome.e2eMs === null) return null;
+  return memo.ttftBudgetMs === null || outcome.ttftMs !== null;
 }

@@ -31,6 +31,9 @@ export interface AdmissionContext {
 export interface DecisionMemo {
   readonly e2ePredictionMs: number | null;
   readonly ttftPredictionMs: number | null;
+  /** The budgets decided against (the under-capacity shortcut checks its own outcomes against them). */
+  readonly sloMs: number;
+  readonly ttftBudgetMs: number | null;
 }
 
 interface DecisionCommon {

@@ -10,6 +10,7 @@ import { createOnlineCalibrator } from './conformal/online-calibrator.ts';
 import type { CalibratorMode } from './conformal/online-calibrator.ts';
 import { ratioScore } from './conformal/score.ts';
 import { ConformalController } from './conformal-controller.ts';
+import { Headroom } from './decision/headroom.ts';
 import type { AdmissionController } from './controller.ts';
 import { admitAll } from './controller.ts';
 import type { FeatureName } from './features.ts';
@@ -37,6 +38,8 @@ export interface AdmissionConfig {
   /** What the artifact must have been fitted on; mismatches refuse to start unless `allowMismatch`. */
   readonly expect?: { readonly runner: string; readonly modelSha256: string; readonly machine: string };
   readonly allowMismatch?: boolean;
+  /** The under-capacity shortcut (decision/headroom.ts): on unless false. */
+  readonly headroom?: boolean;
   /** Where warnings go (default console.error). */
   readonly warn?: (msg: string) => void;
 }
@@ -90,5 +93,10 @@ export function createAdmissionController(c: AdmissionConfig): AdmissionControll
     ...(c.minOutcomes === undefined ? {} : { minN: c.minOutcomes }),
     ...(c.window === undefined ? {} : { window: c.window }),
   });
-  return new ConformalController({ alpha, e2e: new BoundModel(e2eBase, e2eCalibrator), ttft: new BoundModel(online(TTFT_COLUMNS), calibrator()) });
+  return new ConformalController({
+    alpha,
+    e2e: new BoundModel(e2eBase, e2eCalibrator),
+    ttft: new BoundModel(online(TTFT_COLUMNS), calibrator()),
+    ...(c.headroom === false ? {} : { headroom: new Headroom({ alpha }) }),
+  });
 }

@@ -61,6 +61,7 @@ interface ServeFlags {
   admissionArtifact?: string;
   admissionCalibrationTraces?: string;
   admissionAllowMismatch: boolean;
+  admissionHeadroom: 'on' | 'off';
 }
 
 const int = (name: string, v: string): number => {
@@ -127,6 +128,7 @@ export function registerServeCommand(program: Command): void {
     .option('--admission-artifact <file>', 'an offline E2E predictor (headroom admission train); default: an online baseline fitted from outcomes')
     .option('--admission-calibration-traces <dir>', 'warm start: calibrate the artifact on these collected traces from the first request')
     .option('--admission-allow-mismatch', 'use an artifact fitted on another runner, model or machine (warns)', false)
+    .addOption(new Option('--admission-headroom <on|off>', 'admit what the bound refuses while the engine visibly has room (nothing queued, a small batch), checked against its own miss rate').choices(['on', 'off']).default('on'))
     .option('--trace-out <file>', 'append one admission-trace JSON line per request (features as admission saw them, then the outcome)')
     .option('--no-exit-on-engine-failure', `stay up with /health at 503 when the engine fails, instead of exiting with status ${EXIT_CODES.engineFailure}`)
     .action(async (f: ServeFlags) => {
@@ -217,7 +219,7 @@ async function build(f: ServeFlags): Promise<Headroom> {
 async function admissionConfig(f: ServeFlags): Promise<AdmissionConfig> {
   const guarantee = Number(f.admissionGuarantee);
   if (!(guarantee > 0 && guarantee < 1)) throw new StartupError(`--admission-guarantee: expected a number in (0, 1), got '${f.admissionGuarantee}'`);
-  const base: AdmissionConfig = { mode: f.admission, guarantee, calibration: f.admissionCalibration, allowMismatch: f.admissionAllowMismatch };
+  const base: AdmissionConfig = { mode: f.admission, guarantee, calibration: f.admissionCalibration, allowMismatch: f.admissionAllowMismatch, headroom: f.admissionHeadroom === 'on' };
   if (f.admissionArtifact === undefined) return base;
   if (!existsSync(f.admissionArtifact)) throw new StartupError(`admission artifact not found: ${f.admissionArtifact}`);
   // What the artifact must have been fitted on: this runner, this model file, this machine.

@@ -1,0 +1,159 @@
+// Under-capacity admission ("headroom"): admit a request the conformal bound would refuse when
+// the engine visibly has room for it, and keep doing so only while that shortcut keeps its promise.
+//
+// Why: the conformal bound is calibrated over every regime it has seen, overload included, so on
+// a lightly loaded engine it is loose (measured on the tiny llama model: bounds 3-5x the latency
+// requests then had, 14% of arrivals refused at a quarter of the saturation rate). Below saturation
+// the engine's own state says more than the marginal quantile does: nothing queued, a small running
+// batch, and a measured step time.
+//
+// The rule (all must hold; every input is an admission-time fact, from the feature vector):
+//   - the engine is warm (measured prefill and decode rates) and nothing is queued: no waiting
+//     request and no prompt work ahead of this one;
+//   - the running batch plus this request's choices stays at or under `maxRunning` (a quarter of the
+//     sequence slots by default: where, on the collected traces, requests still met their budget);
+//   - at least `minFreeKv` of the KV pool is free;
+//   - margin × (its prefill at the measured prefill rate + max_tokens steps at the measured step
+//     time) fits the E2E budget, and margin × the prefill part fits the TTFT budget when one is asked.
+//
+// The self-check: the shortcut is a predictor like any other and is held to the same promise. Every
+// request it admits reports back whether it met its budget; while the share of misses among the last
+// `window` such outcomes exceeds α (once there are `minOutcomes` of them), the shortcut is off, except
+// for one probe per `probeEveryMs` (the way back on, as exploration is for the bound).
+// Complexity O(1) per decision and per outcome; no allocation.
+
+import { FEATURE_NAMES } from '../features.ts';
+import type { FeatureName } from '../features.ts';
+
+export interface HeadroomOptions {
+  /** The guarantee's miscoverage: the shortcut is off while its own miss rate exceeds this. */
+  readonly alpha: number;
+  /** Share of the sequence slots the running batch (with this request) may fill; 0.25 by default. */
+  readonly maxRunningFraction?: number;
+  /** Share of the KV pool that must be free; 0.5 by default. */
+  readonly minFreeKv?: number;
+  /** Safety factor on the arithmetic estimate, ≥ 1; 1.5 by default. */
+  readonly margin?: number;
+  /** Shortcut outcomes remembered; 100 by default. */
+  readonly window?: number;
+  /** Outcomes before the miss rate can switch the shortcut off; 20 by default. */
+  readonly minOutcomes?: number;
+  /** While off, one probe per this many ms; 10,000 by default. */
+  readonly probeEveryMs?: number;
+}
+
+/** The engine facts the rule reads besides the features. */
+export interface HeadroomView {
+  readonly maxSequences: number;
+}
+
+const col = (name: FeatureName): number => FEATURE_NAMES.indexOf(name);
+const NEW_PREFILL = col('new_prefill_tokens');
+const MAX_TOKENS = col('max_tokens');
+const CHOICES = col('choices');
+const WORK_AHEAD = col('prompt_work_ahead');
+const WAITING = col('waiting');
+const RUNNING = col('running');
+const FREE_KV = col('free_kv_fraction');
+const STEP_MS = col('step_ms_avg');
+const PREFILL_RATE = col('prefill_tokens_per_s');
+const DECODE_RATE = col('decode_tokens_per_s');
+
+export type HeadroomVerdict = 'admit' | 'probe' | 'no_room' | 'off';
+
+export class Headroom {
+  readonly alpha: number;
+  readonly maxRunningFraction: number;
+  readonly minFreeKv: number;
+  readonly margin: number;
+  readonly minOutcomes: number;
+  readonly probeEveryMs: number;
+  /** Ring of the last outcomes: 1 a miss, 0 met. */
+  readonly #ring: Uint8Array;
+  #next = 0;
+  #size = 0;
+  #misses = 0;
+  #lastProbeMs = -Infinity;
+  #numAdmitted = 0;
+  #numProbes = 0;
+  #numOutcomes = 0;
+  #numMissesTotal = 0;
+
+  constructor(o: HeadroomOptions) {
+    const { alpha, maxRunningFraction = 0.25, minFreeKv = 0.5, margin = 1.5, window = 100, minOutcomes = 20, probeEveryMs = 10_000 } = o;
+    if (!(alpha > 0 && alpha < 1)) throw new RangeError(`Headroom: expected alpha in (0, 1), got ${String(alpha)}`);
+    if (!(maxRunningFraction > 0 && maxRunningFraction <= 1)) throw new RangeError(`Headroom: expected maxRunningFraction in (0, 1], got ${String(maxRunningFraction)}`);
+    if (!(minFreeKv >= 0 && minFreeKv <= 1)) throw new RangeError(`Headroom: expected minFreeKv in [0, 1], got ${String(minFreeKv)}`);
+    if (!(margin >= 1 && Number.isFinite(margin))) throw new RangeError(`Headroom: expected margin ≥ 1, got ${String(margin)}`);
+    if (!Number.isSafeInteger(window) || window < 1) throw new RangeError(`Headroom: expected window to be a positive integer, got ${String(window)}`);
+    if (!Number.isSafeInteger(minOutcomes) || minOutcomes < 1 || minOutcomes > window) throw new RangeError(`Headroom: expected minOutcomes in [1, window], got ${String(minOutcomes)}`);
+    if (!(probeEveryMs > 0)) throw new RangeError(`Headroom: expected probeEveryMs > 0, got ${String(probeEveryMs)}`);
+    this.alpha = alpha;
+    this.maxRunningFraction = maxRunningFraction;
+    this.minFreeKv = minFreeKv;
+    this.margin = margin;
+    this.minOutcomes = minOutcomes;
+    this.probeEveryMs = probeEveryMs;
+    this.#ring = new Uint8Array(window);
+  }
+
+  /** Whether the shortcut's own record allows it now. */
+  get enabled(): boolean {
+    return this.#size < this.minOutcomes || this.#misses <= this.alpha * this.#size;
+  }
+
+  /**
+   * The margin-inflated arithmetic estimate of this request's E2E, ms, when the engine has room
+   * for it, else null. Pure: reads the features and the view, changes nothing.
+   */
+  estimate(x: Float64Array, view: HeadroomView): { e2eMs: number; ttftMs: number } | null {
+    const prefillRate = x[PREFILL_RATE]!;
+    if (!(prefillRate > 0) || !(x[DECODE_RATE]! > 0) || !(x[STEP_MS]! > 0)) return null;
+    if (x[WAITING]! !== 0 || x[WORK_AHEAD]! !== 0) return null;
+    if (x[RUNNING]! + x[CHOICES]! > Math.max(1, Math.floor(view.maxSequences * this.maxRunningFraction))) return null;
+    if (x[FREE_KV]! < this.minFreeKv) return null;
+    const ttftMs = (1000 * x[NEW_PREFILL]!) / prefillRate;
+    return { e2eMs: this.margin * (ttftMs + x[MAX_TOKENS]! * x[STEP_MS]!), ttftMs: this.margin * ttftMs };
+  }
+
+  /** Decide for a request the bound did not admit. Takes a probe slot when it answers 'probe'. */
+  decide(x: Float64Array, view: HeadroomView | null, budgetMs: number, ttftBudgetMs: number | null, nowMs: number): HeadroomVerdict {
+    if (view === null) return 'no_room';
+    const est = this.estimate(x, view);
+    if (est === null || est.e2eMs > budgetMs || (ttftBudgetMs !== null && est.ttftMs > ttftBudgetMs)) return 'no_room';
+    if (this.enabled) {
+      this.#numAdmitted++;
+      return 'admit';
+    }
+    if (nowMs - this.#lastProbeMs < this.probeEveryMs) return 'off';
+    this.#lastProbeMs = nowMs;
+    this.#numProbes++;
+    return 'probe';
+  }
+
+  /** The outcome of a request this shortcut admitted (or probed): did it meet its budgets? */
+  observe(met: boolean): void {
+    const miss = met ? 0 : 1;
+    if (this.#size === this.#ring.length) this.#misses -= this.#ring[this.#next]!;
+    else this.#size++;
+    this.#ring[this.#next] = miss;
+    this.#misses += miss;
+    this.#next = (this.#next + 1) % this.#ring.length;
+    this.#numOutcomes++;
+    this.#numMissesTotal += miss;
+  }
+
+  state(): Record<string, unknown> {
+    return {
+      enabled: this.enabled,
+      numAdmitted: this.#numAdmitted,
+      numProbes: this.#numProbes,
+      numOutcomes: this.#numOutcomes,
+      numMisses: this.#numMissesTotal,
+      windowMisses: this.#misses,
+      windowSize: this.#size,
+      maxRunningFraction: this.maxRunningFraction,
+      margin: this.margin,
+    };
+  }
+}
