@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # The admission overload sweep: the same engine with admission off and with the conformal
-# controller at two guarantees, over a grid of offered rates from below saturation to well past it.
-# Rate-major, arm order rotated per rate, a fresh server per run (trace rows kept per run: online
-# coverage and the admitted rate over time come from them).
+# controller (at two guarantees, with and without the under-capacity shortcut), over a grid of
+# offered rates from below saturation to well past it. Seed-major, then rate-major, arm order
+# rotated per rate, a fresh server per run (trace rows kept per run: online coverage and the
+# admitted rate over time come from them).
 #
 #   [SERVE_FLAGS="--runner mock --mock-speed 2 ..."] ARTIFACT=results/admission/e2e-gbdt.json CAL_TRACES=results/admission/collect/round-2 \
-#     bash bench/admission/sweep.sh [rates...]                (DURATION_S=60; model and pool in bench/ladder/lib.sh)
+#     [ARMS="off conformal-95 conformal-95-headroom"] [SEEDS="7 8 9"] bash bench/admission/sweep.sh [rates...]
+#     (DURATION_S=60; model and pool in bench/ladder/lib.sh)
 #
-# Without ARTIFACT the conformal arms use the online baseline from a cold start.
-# Output: $OUT/rate-<r>/<arm>/{records.parquet, meta.json, summary.json, trace.jsonl, server.log}
+# Arms: off (admit all); conformal-95 / conformal-80 (the bound alone: --admission-headroom off);
+# conformal-95-headroom / conformal-80-headroom (the bound, then the shortcut). Without ARTIFACT the
+# conformal arms use the online baseline from a cold start.
+# Output: $OUT/rate-<r>/<arm>/... with one seed, $OUT/seed-<s>/rate-<r>/<arm>/... with several;
+# each run folder holds records.parquet, meta.json, summary.json, stats.json, trace.jsonl, server.log.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source bench/ladder/lib.sh
@@ -26,26 +31,32 @@ if [[ -n "${ARTIFACT:-}" ]]; then
 fi
 declare -A flags=(
   [off]="--admission off"
-  [conformal-95]="--admission conformal --admission-guarantee 0.95 $extra"
-  [conformal-80]="--admission conformal --admission-guarantee 0.8 $extra"
+  [conformal-95]="--admission conformal --admission-guarantee 0.95 --admission-headroom off $extra"
+  [conformal-80]="--admission conformal --admission-guarantee 0.8 --admission-headroom off $extra"
+  [conformal-95-headroom]="--admission conformal --admission-guarantee 0.95 --admission-headroom on $extra"
+  [conformal-80-headroom]="--admission conformal --admission-guarantee 0.8 --admission-headroom on $extra"
 )
-arms=(off conformal-95 conformal-80)
+read -r -a arms <<<"${ARMS:-off conformal-95 conformal-80}"
+read -r -a seeds <<<"${SEEDS:-$SEED}"
 i=0
+for seed in "${seeds[@]}"; do
 for rate in "${rates[@]}"; do
-  for k in 0 1 2; do
-    arm=${arms[$(( (k + i) % 3 ))]}
-    dir=$out/rate-$rate/$arm
+  for k in "${!arms[@]}"; do
+    arm=${arms[$(( (k + i) % ${#arms[@]} ))]}
+    [[ -n "${flags[$arm]+x}" ]] || { echo "unknown arm $arm" >&2; exit 2; }
+    if (( ${#seeds[@]} > 1 )); then dir=$out/seed-$seed/rate-$rate/$arm; else dir=$out/rate-$rate/$arm; fi
     mkdir -p "$dir"
     rm -f "$dir/trace.jsonl"
     # shellcheck disable=SC2086
     pid=$(start_headroom $port "$dir/server.log" $common ${flags[$arm]} --trace-out "$dir/trace.jsonl")
     if wait_ready "http://127.0.0.1:$port" /ready "$pid"; then
-      WORKLOAD=$WORKLOAD bench_open "http://127.0.0.1:$port" "$dir" "$rate"
+      SEED=$seed WORKLOAD=$WORKLOAD bench_open "http://127.0.0.1:$port" "$dir" "$rate"
       curl -sf "http://127.0.0.1:$port/stats" >"$dir/stats.json" || true
     fi
     stop_server "$pid"
-    echo "rate $rate $arm done"
+    echo "seed $seed rate $rate $arm done"
   done
   i=$((i + 1))
+done
 done
 node --import tsx bench/admission/table.ts "$out" >"$out/README.md"

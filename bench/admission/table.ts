@@ -1,7 +1,10 @@
 // The admission sweep's table, regenerated from the committed run folders (summary.json from the
-// harness, trace.jsonl from the server): per rate and arm, goodput at the SLO, p99 E2E of what was
-// served, the refusal rate, online coverage (served requests inside their budget), and the
-// admitted rate per 10 s window of the run (to see oscillation).
+// harness, trace.jsonl and stats.json from the server): per rate and arm, goodput at the SLO, p99
+// E2E of what was served, the refusal rate, the SLO attainment of what was admitted, online
+// coverage (admitted requests inside the bound they were admitted on), how many the under-capacity
+// shortcut admitted, and the admitted count per 10 s window of the run (to see oscillation).
+// With several seeds (seed-<s>/ folders) each cell is the median over seeds with its [min, max],
+// and the goodput ratio to the `off` arm is computed per seed before taking the median.
 //
 //   node --import tsx bench/admission/table.ts results/admission/sweep
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
@@ -19,42 +22,123 @@ interface Summary {
   num_timeouts: number;
 }
 
+interface Run {
+  readonly seed: string;
+  readonly s: Summary;
+  /** Admitted choice-0 rows inside their bound / with an outcome that can tell. */
+  readonly coverage: number;
+  readonly headroom: number;
+  readonly windows: string;
+}
+
 const root = process.argv[2] ?? 'results/admission/sweep';
-const f2 = (x: number | undefined): string => (x === undefined || Number.isNaN(x) ? '-' : x.toFixed(2));
-const pct = (x: number | undefined): string => (x === undefined || Number.isNaN(x) ? '-' : `${(100 * x).toFixed(0)}%`);
+const seedDirs = readdirSync(root).filter((d) => d.startsWith('seed-')).sort();
+const layouts = seedDirs.length > 0 ? seedDirs.map((d) => ({ seed: d.slice(5), dir: join(root, d) })) : [{ seed: '', dir: root }];
+
+/** runs[rate][arm] = one Run per seed. */
+const runs = new Map<string, Map<string, Run[]>>();
+const offBySeed = new Map<string, number>();
+for (const { seed, dir: seedDir } of layouts) {
+  for (const rateDir of readdirSync(seedDir).filter((d) => d.startsWith('rate-'))) {
+    for (const arm of readdirSync(join(seedDir, rateDir))) {
+      const dir = join(seedDir, rateDir, arm);
+      const summaryPath = join(dir, 'summary.json');
+      const text = existsSync(summaryPath) ? readFileSync(summaryPath, 'utf8') : '';
+      if (text.trim() === '') continue; // a run that did not finish
+      const s = JSON.parse(text) as Summary;
+      const rate = rateDir.slice(5);
+      if (arm === 'off') offBySeed.set(`${seed}/${rate}`, s.request_goodput);
+      const byArm = runs.get(rate) ?? new Map<string, Run[]>();
+      runs.set(rate, byArm);
+      const list = byArm.get(arm) ?? [];
+      byArm.set(arm, list);
+      list.push({ seed, s, ...traceFacts(join(dir, 'trace.jsonl')), headroom: headroomCount(join(dir, 'stats.json')) });
+    }
+  }
+}
+
+const f2 = (x: number): string => (Number.isNaN(x) ? '-' : x.toFixed(2));
+const pct = (x: number): string => (Number.isNaN(x) ? '-' : `${(100 * x).toFixed(0)}%`);
+const sec = (x: number): string => (Number.isNaN(x) ? '-' : Number.isFinite(x) ? (x / 1000).toFixed(1) : '∞');
+const median = (xs: number[]): number => {
+  const v = xs.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
+  if (v.length === 0) return NaN;
+  return v.length % 2 === 1 ? v[v.length >> 1]! : (v[v.length / 2 - 1]! + v[v.length / 2]!) / 2;
+};
+const cell = (xs: number[], fmt: (x: number) => string): string => {
+  const v = xs.filter((x) => !Number.isNaN(x));
+  if (v.length <= 1) return fmt(v[0] ?? NaN);
+  return `${fmt(median(v))} [${fmt(Math.min(...v))}, ${fmt(Math.max(...v))}]`;
+};
+
+/** The off arm's best goodput over the rates, per seed. */
+const offPeak = new Map<string, number>();
+for (const [k, g] of offBySeed) {
+  const seed = k.slice(0, k.lastIndexOf('/'));
+  offPeak.set(seed, Math.max(offPeak.get(seed) ?? 0, g));
+}
+const ratioFmt = (x: number): string => (Number.isFinite(x) ? x.toFixed(2) : Number.isNaN(x) ? '-' : '∞');
+
 const rows: string[] = [];
-for (const rateDir of readdirSync(root).filter((d) => d.startsWith('rate-')).sort((a, b) => Number(a.slice(5)) - Number(b.slice(5)))) {
-  for (const arm of readdirSync(join(root, rateDir)).sort()) {
-    const dir = join(root, rateDir, arm);
-    const summaryPath = join(dir, 'summary.json');
-    const text = existsSync(summaryPath) ? readFileSync(summaryPath, 'utf8') : '';
-    if (text.trim() === '') continue; // a run that did not finish
-    const s = JSON.parse(text) as Summary;
-    const admitted = admittedPerWindow(join(dir, 'trace.jsonl'));
-    rows.push(`| ${rateDir.slice(5)} | ${arm} | ${f2(s.offered_rate)} | ${f2(s.request_goodput)} | ${f2(s.request_throughput)} | ${s.p99_e2el_ms === undefined ? '-' : (s.p99_e2el_ms / 1000).toFixed(1)} | ${pct(s.shed_rate)} | ${pct(s.slo_attainment_admitted)} | ${s.num_timeouts} | ${admitted} |`);
+for (const rate of [...runs.keys()].sort((a, b) => Number(a) - Number(b))) {
+  const byArm = runs.get(rate)!;
+  for (const arm of [...byArm.keys()].sort()) {
+    const rs = byArm.get(arm)!;
+    const ratio = rs.map((r) => r.s.request_goodput / (offBySeed.get(`${r.seed}/${rate}`) ?? NaN));
+    const ratioPeak = rs.map((r) => r.s.request_goodput / (offPeak.get(r.seed) ?? NaN));
+    rows.push(
+      `| ${rate} | ${arm} | ${rs.length} | ${cell(rs.map((r) => r.s.offered_rate), f2)} | ${cell(rs.map((r) => r.s.request_goodput), f2)} | ${cell(ratio, ratioFmt)} | ${cell(ratioPeak, ratioFmt)} | ${cell(rs.map((r) => r.s.p99_e2el_ms ?? NaN), sec)} | ${cell(rs.map((r) => r.s.shed_rate), pct)} | ${cell(rs.map((r) => r.s.slo_attainment_admitted), pct)} | ${cell(rs.map((r) => r.coverage), pct)} | ${cell(rs.map((r) => r.headroom), (x) => (Number.isNaN(x) ? '-' : x.toFixed(0)))} | ${rs.map((r) => r.s.num_timeouts).join(' ')} | ${rs.map((r) => r.windows).join(' / ')} |`,
+    );
   }
 }
 process.stdout.write(`# Admission overload sweep
 
 Generated by \`node --import tsx bench/admission/table.ts ${root}\` from the run folders beside this file
 (command: \`bash bench/admission/sweep.sh\`; each run's meta.json records the configuration and machine).
+${layouts.length > 1 ? `Seeds: ${layouts.map((l) => l.seed).join(', ')}; each cell is the median over seeds [min, max]; the goodput ratio to \`off\` is taken per seed.\n` : ''}
+Columns: goodput is requests/s finished inside the SLO; p99 E2E is over served requests; "inside SLO" is the share of admitted
+requests that finished inside their budget (the guarantee's subject); "inside bound" is online coverage, the share of admitted
+requests whose latency was inside the bound they were admitted on (a request admitted with no bound, or by the under-capacity
+shortcut past its bound, counts as covered only if it beat that bound); "headroom" is how many the shortcut admitted.
 
-| rate (req/s) | arm | offered | goodput at SLO (req/s) | throughput (req/s) | p99 E2E served (s) | refused | served inside SLO | client timeouts | admitted per 10 s window |
-|---|---|---|---|---|---|---|---|---|---|
+| rate (req/s) | arm | seeds | offered | goodput at SLO (req/s) | goodput / off here | goodput / off's peak | p99 E2E served (s) | refused | admitted inside SLO | admitted inside bound | headroom admits | client timeouts | admitted per 10 s window |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
 ${rows.join('\n')}
 `);
 
-/** Admitted requests per 10 s of the run, from the server's trace (choice 0 rows): "a b c …". */
-function admittedPerWindow(path: string): string {
-  if (!existsSync(path)) return '-';
-  const rows = readFileSync(path, 'utf8').trim().split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l) as { arrival_ms: number; admitted: boolean; choice: number });
-  if (rows.length === 0) return '-';
+/** From the server's trace (choice 0 rows): online coverage of the bound, and admitted per 10 s window "a b c …". */
+function traceFacts(path: string): { coverage: number; windows: string } {
+  if (!existsSync(path)) return { coverage: NaN, windows: '-' };
+  const rows = readFileSync(path, 'utf8')
+    .trim()
+    .split('\n')
+    .filter((l) => l.length > 0)
+    .map((l) => JSON.parse(l) as { arrival_ms: number; admitted: boolean; choice: number; bound_ms: number | null; e2e_ms: number | null; censored: boolean });
+  if (rows.length === 0) return { coverage: NaN, windows: '-' };
   const t0 = Math.min(...rows.map((r) => r.arrival_ms));
   const bins: number[] = [];
+  let n = 0;
+  let covered = 0;
   for (const r of rows) {
     if (!r.admitted || r.choice !== 0) continue;
     const b = Math.floor((r.arrival_ms - t0) / 10_000);
     bins[b] = (bins[b] ?? 0) + 1;
+    if (r.bound_ms === null || r.e2e_ms === null) continue;
+    const inside = r.e2e_ms <= r.bound_ms;
+    if (r.censored && inside) continue; // cut short before its bound: cannot tell
+    n++;
+    if (inside) covered++;
   }
-  return Array.from(bins, (x) => x ?? 0).join(' ');
+  return { coverage: n === 0 ? NaN : covered / n, windows: Array.from(bins, (x) => x ?? 0).join(' ') };
+}
+
+/** Requests the under-capacity shortcut admitted, from the server's /stats at the end of the run. */
+function headroomCount(path: string): number {
+  if (!existsSync(path)) return NaN;
+  const text = readFileSync(path, 'utf8');
+  if (text.trim() === '') return NaN;
+  const s = JSON.parse(text) as { admission?: { reasons?: Record<string, number> } };
+  const reasons = s.admission?.reasons;
+  if (reasons === undefined) return NaN;
+  return (reasons['headroom'] ?? 0) + (reasons['headroom_probe'] ?? 0);
 }
