@@ -12,7 +12,9 @@
 //     request and no prompt work ahead of this one;
 //   - the running batch plus this request's choices stays at or under `maxRunning` (a quarter of the
 //     sequence slots by default: where, on the collected traces, requests still met their budget);
-//   - at least `minFreeKv` of the KV pool is free;
+//   (no KV condition: blocks the prefix cache holds count as used in the snapshot though they are
+//   evictable — on the collected traces the free share fell to 0.2 on an engine running one request —
+//   and a request that does not fit waits, which the empty-queue condition sees);
 //   - margin × (its prefill at the measured prefill rate + max_tokens steps at the measured step
 //     time) fits the E2E budget, and margin × the prefill part fits the TTFT budget when one is asked.
 //
@@ -30,8 +32,6 @@ export interface HeadroomOptions {
   readonly alpha: number;
   /** Share of the sequence slots the running batch (with this request) may fill; 0.25 by default. */
   readonly maxRunningFraction?: number;
-  /** Share of the KV pool that must be free; 0.5 by default. */
-  readonly minFreeKv?: number;
   /** Safety factor on the arithmetic estimate, ≥ 1; 1.5 by default. */
   readonly margin?: number;
   /** Shortcut outcomes remembered; 100 by default. */
@@ -54,7 +54,6 @@ const CHOICES = col('choices');
 const WORK_AHEAD = col('prompt_work_ahead');
 const WAITING = col('waiting');
 const RUNNING = col('running');
-const FREE_KV = col('free_kv_fraction');
 const STEP_MS = col('step_ms_avg');
 const PREFILL_RATE = col('prefill_tokens_per_s');
 const DECODE_RATE = col('decode_tokens_per_s');
@@ -64,7 +63,6 @@ export type HeadroomVerdict = 'admit' | 'probe' | 'no_room' | 'off';
 export class Headroom {
   readonly alpha: number;
   readonly maxRunningFraction: number;
-  readonly minFreeKv: number;
   readonly margin: number;
   readonly minOutcomes: number;
   readonly probeEveryMs: number;
@@ -80,17 +78,15 @@ export class Headroom {
   #numMissesTotal = 0;
 
   constructor(o: HeadroomOptions) {
-    const { alpha, maxRunningFraction = 0.25, minFreeKv = 0.5, margin = 1.5, window = 100, minOutcomes = 20, probeEveryMs = 10_000 } = o;
+    const { alpha, maxRunningFraction = 0.25, margin = 1.5, window = 100, minOutcomes = 20, probeEveryMs = 10_000 } = o;
     if (!(alpha > 0 && alpha < 1)) throw new RangeError(`Headroom: expected alpha in (0, 1), got ${String(alpha)}`);
     if (!(maxRunningFraction > 0 && maxRunningFraction <= 1)) throw new RangeError(`Headroom: expected maxRunningFraction in (0, 1], got ${String(maxRunningFraction)}`);
-    if (!(minFreeKv >= 0 && minFreeKv <= 1)) throw new RangeError(`Headroom: expected minFreeKv in [0, 1], got ${String(minFreeKv)}`);
     if (!(margin >= 1 && Number.isFinite(margin))) throw new RangeError(`Headroom: expected margin ≥ 1, got ${String(margin)}`);
     if (!Number.isSafeInteger(window) || window < 1) throw new RangeError(`Headroom: expected window to be a positive integer, got ${String(window)}`);
     if (!Number.isSafeInteger(minOutcomes) || minOutcomes < 1 || minOutcomes > window) throw new RangeError(`Headroom: expected minOutcomes in [1, window], got ${String(minOutcomes)}`);
     if (!(probeEveryMs > 0)) throw new RangeError(`Headroom: expected probeEveryMs > 0, got ${String(probeEveryMs)}`);
     this.alpha = alpha;
     this.maxRunningFraction = maxRunningFraction;
-    this.minFreeKv = minFreeKv;
     this.margin = margin;
     this.minOutcomes = minOutcomes;
     this.probeEveryMs = probeEveryMs;
@@ -111,7 +107,6 @@ export class Headroom {
     if (!(prefillRate > 0) || !(x[DECODE_RATE]! > 0) || !(x[STEP_MS]! > 0)) return null;
     if (x[WAITING]! !== 0 || x[WORK_AHEAD]! !== 0) return null;
     if (x[RUNNING]! + x[CHOICES]! > Math.max(1, Math.floor(view.maxSequences * this.maxRunningFraction))) return null;
-    if (x[FREE_KV]! < this.minFreeKv) return null;
     const ttftMs = (1000 * x[NEW_PREFILL]!) / prefillRate;
     return { e2eMs: this.margin * (ttftMs + x[MAX_TOKENS]! * x[STEP_MS]!), ttftMs: this.margin * ttftMs };
   }

@@ -46,7 +46,7 @@ describe('Headroom rule', () => {
     assert.ok(Math.abs(e.ttftMs - 150) < 1e-9, String(e.ttftMs));
   });
 
-  it('admits only a warm engine with nothing queued, a small batch, free KV, and an estimate inside every budget', () => {
+  it('admits only a warm engine with nothing queued, a small batch, and an estimate inside every budget', () => {
     assert.equal(h.decide(features(), VIEW, 2000, null, 0), 'admit');
     assert.equal(h.decide(features(), VIEW, 1600, null, 0), 'no_room', 'estimate over the E2E budget');
     assert.equal(h.decide(features(), VIEW, 2000, 140, 0), 'no_room', 'prefill estimate over the TTFT budget');
@@ -56,7 +56,7 @@ describe('Headroom rule', () => {
     assert.equal(h.decide(features({ running: 3 }), VIEW, 60_000, null, 0), 'admit', '3 + 1 ≤ 16/4');
     assert.equal(h.decide(features({ running: 4 }), VIEW, 60_000, null, 0), 'no_room', '4 + 1 > 16/4');
     assert.equal(h.decide(features({ running: 2, choices: 3 }), VIEW, 60_000, null, 0), 'no_room', 'n counts as running');
-    assert.equal(h.decide(features({ free_kv_fraction: 0.4 }), VIEW, 60_000, null, 0), 'no_room', 'KV');
+    assert.equal(h.decide(features({ free_kv_fraction: 0.2 }), VIEW, 2000, null, 0), 'admit', 'cached blocks count as used: KV is not read');
     assert.equal(h.decide(features({ step_ms_avg: 0, decode_tokens_per_s: 0 }), VIEW, 60_000, null, 0), 'no_room', 'cold engine');
     assert.equal(h.decide(features(), null, 60_000, null, 0), 'no_room', 'no engine view');
   });
