@@ -10,7 +10,8 @@
 #     (DURATION_S=60; model and pool in bench/ladder/lib.sh)
 #
 # Arms: off (admit all); conformal-95 / conformal-80 (the bound alone: --admission-headroom off);
-# conformal-95-headroom / conformal-80-headroom (the bound, then the shortcut). Without ARTIFACT the
+# conformal-95-headroom / conformal-80-headroom (the bound, then the shortcut);
+# conformal-95-aci-headroom (ACI calibration instead of the rolling window, with the shortcut). Without ARTIFACT the
 # conformal arms use the online baseline from a cold start.
 # Output: $OUT/rate-<r>/<arm>/... with one seed, $OUT/seed-<s>/rate-<r>/<arm>/... with several;
 # each run folder holds records.parquet, meta.json, summary.json, stats.json, trace.jsonl, server.log.
@@ -35,6 +36,7 @@ declare -A flags=(
   [conformal-80]="--admission conformal --admission-guarantee 0.8 --admission-headroom off $extra"
   [conformal-95-headroom]="--admission conformal --admission-guarantee 0.95 --admission-headroom on $extra"
   [conformal-80-headroom]="--admission conformal --admission-guarantee 0.8 --admission-headroom on $extra"
+  [conformal-95-aci-headroom]="--admission conformal --admission-guarantee 0.95 --admission-calibration aci --admission-headroom on $extra"
 )
 read -r -a arms <<<"${ARMS:-off conformal-95 conformal-80}"
 read -r -a seeds <<<"${SEEDS:-$SEED}"
