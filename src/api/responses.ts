@@ -75,6 +75,9 @@ function refuseNonTextInput(input: unknown): void {
   for (const [i, item] of input.entries()) {
     if (typeof item !== 'object' || item === null) continue;
     const type = (item as { type?: unknown }).type;
+    if (type === 'item_reference') {
+      throw new ApiError('unsupported_value', "Input items of type 'item_reference' refer to stored output; this server stores none. Send earlier turns inline as messages (the AI SDK does with providerOptions.openai.store = false).", { param: `input.${i}` });
+    }
     if (type !== undefined && type !== 'message') {
       throw new ApiError('unsupported_value', `Input items of type ${JSON.stringify(type)?.slice(0, 40) ?? 'undefined'} are not supported by this server; it reads text messages only (role and content).`, { param: `input.${i}` });
     }

@@ -70,6 +70,14 @@ describe('the default model: the Responses API', () => {
     assert.equal(result.usage.outputTokens, 3);
   });
 
+  test('a follow-up built from an earlier result: inline with store false, a typed 400 naming the item reference without', async () => {
+    const first = await generateText({ model: openai(MODEL), prompt: 'hi', maxOutputTokens: 3, maxRetries: 0 });
+    const messages = [{ role: 'user' as const, content: 'hi' }, ...first.response.messages, { role: 'user' as const, content: 'and then?' }];
+    const inline = await generateText({ model: openai(MODEL), messages, maxOutputTokens: 3, maxRetries: 0, providerOptions: { openai: { store: false } } });
+    assert.equal(inline.usage.outputTokens, 3);
+    await assert.rejects(generateText({ model: openai(MODEL), messages, maxOutputTokens: 3, maxRetries: 0 }), (e: unknown) => isRefusal(e, 'input.1'));
+  });
+
   test('aborting streamText frees the request in the engine', async () => {
     const before = baseline(server);
     const controller = new AbortController();
