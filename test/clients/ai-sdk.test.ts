@@ -75,7 +75,7 @@ describe('the default model: the Responses API', () => {
     const messages = [{ role: 'user' as const, content: 'hi' }, ...first.response.messages, { role: 'user' as const, content: 'and then?' }];
     const inline = await generateText({ model: openai(MODEL), messages, maxOutputTokens: 3, maxRetries: 0, providerOptions: { openai: { store: false } } });
     assert.equal(inline.usage.outputTokens, 3);
-    await assert.rejects(generateText({ model: openai(MODEL), messages, maxOutputTokens: 3, maxRetries: 0 }), (e: unknown) => isRefusal(e, 'input.1'));
+    await assert.rejects(generateText({ model: openai(MODEL), messages, maxOutputTokens: 3, maxRetries: 0 }), (e: unknown) => isRefusal(e, 'input.1') && /store = false/.test((e as APICallError).responseBody ?? ''));
   });
 
   test('aborting streamText frees the request in the engine', async () => {
