@@ -9,6 +9,7 @@ import { request } from 'undici';
 import type { AdmissionController } from '../../src/admission/controller.ts';
 import { admitAll } from '../../src/admission/controller.ts';
 import { refusal } from '../../src/backend/refusal.ts';
+import { ApiError } from '../../src/api/errors.ts';
 import { ResponsesFramer } from '../../src/api/responses-framer.ts';
 import type { TestServer } from '../helpers/headroom.ts';
 import { startTestServer, waitForIdle } from '../helpers/headroom.ts';
@@ -99,16 +100,29 @@ test('a streamed Response: the OpenAI event sequence, named events, consecutive 
   assert.equal((events[2]!.data['item'] as { id: string }).id, final.output[0]!.id);
 });
 
-test('a Response that ends on a stop is completed (framing)', () => {
+test('a Response that ends at end-of-sequence is completed, whole and streamed', async () => {
+  const eos = await startTestServer({ mock: { eosProbability: 1 } });
+  try {
+    const r = await request(`${eos.url}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model, input: 'hi', max_output_tokens: 50 }) });
+    const whole = (await r.body.json()) as Response;
+    assert.equal(whole.status, 'completed');
+    assert.equal(whole.incomplete_details, null);
+    assert.equal(whole.output[0]!.status, 'completed');
+    const res = await request(`${eos.url}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model, input: 'hi', max_output_tokens: 50, stream: true }) });
+    const events = parseEvents(await res.body.text());
+    assert.equal(events.at(-1)!.event, 'response.completed');
+    assert.equal((events.at(-1)!.data['response'] as Response).status, 'completed');
+  } finally {
+    await eos.close();
+  }
+});
+
+test('a failure mid-stream is an error event with the catalog code, numbered like the rest (framing)', () => {
   const f = new ResponsesFramer('resp-1', 0, 'm', { instructions: null, maxOutputTokens: null, temperature: 1, topP: 1, metadata: {} });
-  const whole = f.whole([{ text: 'hi', finishReason: 'stop' }], { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 }) as Response;
-  assert.equal(whole.status, 'completed');
-  assert.equal(whole.incomplete_details, null);
-  f.opening(1);
-  f.text(0, 'hi');
-  f.end(0, 'stop');
-  const closing = f.closing({ prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 });
-  assert.deepEqual(closing.map((e) => e.event), ['response.completed']);
+  const opening = f.opening(1);
+  const [failure] = f.failure(new ApiError('engine_failure', 'the engine stopped'));
+  assert.equal(failure!.event, 'error');
+  assert.deepEqual(failure!.data, { type: 'error', code: 'engine_failure', message: 'the engine stopped', param: null, sequence_number: opening.length });
 });
 
 const REFUSED: readonly [string, Record<string, unknown>, string][] = [
