@@ -1,5 +1,6 @@
-// The two generation endpoints, /v1/chat/completions and /v1/completions, share one path of short
-// steps; only the request shape and the response framing differ:
+// The generation endpoints, /v1/chat/completions, /v1/completions and /v1/responses, share one path
+// of short steps; only the request shape and the response framing differ (surface.ts: a Responses
+// request is parsed into a chat request and framed by responses-framer.ts):
 //
 //   parse → prepare (tokenize, size checks) → flow control → admission → backend.generate → frame
 //
@@ -20,12 +21,13 @@ import type { Observability } from '../obs/observability.ts';
 import { ChoiceStream } from './choice-stream.ts';
 import type { ServerConfig } from './config.ts';
 import { ApiError } from './errors.ts';
-import { Framer, usage } from './framer.ts';
-import type { FinishedChoice } from './framer.ts';
+import { usage } from './framer.ts';
+import type { FinishedChoice, Framing, SseFrame } from './framer.ts';
 import type { IdSource } from './ids.ts';
-import type { Kind, Prepared } from './prepare.ts';
+import type { Prepared } from './prepare.ts';
 import { sizeFacts } from './limits.ts';
-import { parse, prepare } from './prepare.ts';
+import { prepare } from './prepare.ts';
+import type { Surface } from './surface.ts';
 import type { ActiveRequests } from './active-requests.ts';
 import { SseWriter } from './sse.ts';
 
@@ -65,12 +67,15 @@ export class CompletionsHandler {
     this.#d = deps;
   }
 
-  async handle(kind: Kind, req: FastifyRequest, reply: FastifyReply): Promise<void> {
+  async handle(surface: Surface, req: FastifyRequest, reply: FastifyReply): Promise<void> {
     const { backend, config, ids } = this.#d;
     const budget = { slo: req.headers['x-slo-ms'], ttft: req.headers['x-slo-ttft-ms'], tpot: req.headers['x-slo-tpot-ms'] };
     const size = sizeFacts(backend);
-    const prepared = await prepare(parse(kind, req.body, backend.info, size), budget, { tokenizer: backend.tokenizer, info: backend.info, size, config, ids });
-    const id = ids.next(kind === 'chat' ? 'chatcmpl' : 'cmpl');
+    const request = surface.parse(req.body, backend.info, size);
+    const prepared = await prepare(request.parsed, budget, { tokenizer: backend.tokenizer, info: backend.info, size, config, ids }).catch((e: unknown) => {
+      throw e instanceof ApiError ? request.renameError(e) : e;
+    });
+    const id = ids.next(surface.idPrefix);
     const ctx: AdmissionContext = {
       requestId: id,
       arrivalMs: backend.clock.nowMs(),
@@ -109,7 +114,7 @@ export class CompletionsHandler {
       const started = backend.generate(this.#job(call), call.controller.signal);
       this.#d.obs?.admissionDecided(performance.now() - decideStart);
       if (!started.ok) this.#refuse(call, started.refusal);
-      const frame = new Framer(kind, id, Math.floor(Date.now() / 1000), prepared.model, prepared.includeUsage);
+      const frame = request.framing(id, Math.floor(Date.now() / 1000), prepared);
       if (prepared.stream) await this.#stream(call, started.generation, frame, reply);
       else await this.#collect(call, started.generation, frame, reply);
     } finally {
@@ -133,7 +138,7 @@ export class CompletionsHandler {
     return Array.from({ length: p.n }, () => new ChoiceStream(this.#d.backend.tokenizer, p.stop, p.ignoreEos));
   }
 
-  async #collect(call: Call, gen: Generation, frame: Framer, reply: FastifyReply): Promise<void> {
+  async #collect(call: Call, gen: Generation, frame: Framing, reply: FastifyReply): Promise<void> {
     const choices = this.#choices(call);
     const texts = choices.map(() => '');
     const reasons: (string | null)[] = choices.map(() => null);
@@ -169,25 +174,26 @@ export class CompletionsHandler {
     void reply.code(200).send(frame.whole(done, this.#usage(call, choices)));
   }
 
-  async #stream(call: Call, gen: Generation, frame: Framer, reply: FastifyReply): Promise<void> {
+  async #stream(call: Call, gen: Generation, frame: Framing, reply: FastifyReply): Promise<void> {
     const choices = this.#choices(call);
     const ended = choices.map(() => false);
     let aborted = false;
     reply.hijack();
     const sse = new SseWriter(reply.raw);
+    const send = (frames: readonly SseFrame[]): void => frames.forEach((f) => sse.send(f.data, f.event));
     const end = (index: number, reason: string): void => {
       ended[index] = true;
-      sse.send(frame.chunk(index, frame.kind === 'chat' ? {} : '', reason));
+      send(frame.end(index, reason));
     };
     try {
       sse.open({ 'x-request-id': call.id });
-      if (frame.kind === 'chat') choices.forEach((_, i) => sse.send(frame.chunk(i, { role: 'assistant', content: '' }, null)));
+      send(frame.opening(choices.length));
       for await (const ev of gen) {
         const c = choices[ev.index]!;
         if (ev.type === 'tokens') {
           if (ended[ev.index]) continue;
           const text = c.push(ev.tokenIds);
-          if (text.length > 0) sse.send(frame.chunk(ev.index, text, null));
+          if (text.length > 0) send(frame.text(ev.index, text));
           if (c.stopped) {
             gen.stopChoice(ev.index);
             end(ev.index, 'stop');
@@ -199,23 +205,24 @@ export class CompletionsHandler {
         if (ev.reason === 'abort') {
           aborted = true;
           if (call.cutMessage !== null) {
-            sse.send(new ApiError('engine_failure', call.cutMessage).toBody());
+            send(frame.failure(new ApiError('engine_failure', call.cutMessage)));
             return;
           }
           continue;
         }
         if (ev.reason === 'error') {
-          sse.send(new ApiError('engine_failure', ev.message ?? 'generation failed').toBody());
+          send(frame.failure(new ApiError('engine_failure', ev.message ?? 'generation failed')));
           call.controller.abort();
           return;
         }
         const tail = c.flush();
-        if (tail.length > 0) sse.send(frame.chunk(ev.index, tail, null));
+        if (tail.length > 0) send(frame.text(ev.index, tail));
         end(ev.index, ev.reason);
       }
-      if (!aborted && frame.includeUsage) sse.send(frame.usageChunk(this.#usage(call, choices)));
+      if (!aborted) send(frame.closing(this.#usage(call, choices)));
     } finally {
-      sse.done();
+      if (frame.endsWithDone) sse.done();
+      else sse.end();
     }
   }
 

@@ -1,7 +1,12 @@
 // OpenAI response shapes for one request: streamed chunks (one choice per chunk, with its index),
 // the usage chunk, and the whole JSON response. Field order and nulls follow OpenAI's responses,
 // which clients parse strictly.
+//
+// `Framing` is what the generation loop (completions.ts) writes through: the frames a stream sends
+// at each moment and the whole response. `Framer` frames chat and completions; the Responses API
+// has its own (responses-framer.ts) over the same loop.
 
+import type { ApiError } from './errors.ts';
 import type { Kind } from './prepare.ts';
 
 export interface Usage {
@@ -15,11 +20,35 @@ export interface FinishedChoice {
   readonly finishReason: string;
 }
 
+/** One SSE frame: `event: <event>` when named (the Responses API), then `data: <json>`. */
+export interface SseFrame {
+  readonly event?: string;
+  readonly data: unknown;
+}
+
+/** How one API surface frames a generation. Streams call opening, then text/end per choice, then closing (unless aborted). */
+export interface Framing {
+  /** The stream ends with `data: [DONE]` (chat, completions), or just ends (Responses). */
+  readonly endsWithDone: boolean;
+  /** Frames before any text. */
+  opening(numChoices: number): SseFrame[];
+  text(index: number, text: string): SseFrame[];
+  end(index: number, finishReason: string): SseFrame[];
+  /** After every choice ended normally. */
+  closing(u: Usage): SseFrame[];
+  /** The stream's last frame when it fails. */
+  failure(e: ApiError): SseFrame[];
+  /** The whole response, not streamed. */
+  whole(choices: readonly FinishedChoice[], u: Usage): unknown;
+}
+
 export function usage(numPromptTokens: number, numCompletionTokens: number): Usage {
   return { prompt_tokens: numPromptTokens, completion_tokens: numCompletionTokens, total_tokens: numPromptTokens + numCompletionTokens };
 }
 
-export class Framer {
+export class Framer implements Framing {
+  readonly endsWithDone = true;
+
   constructor(
     readonly kind: Kind,
     readonly id: string,
@@ -27,6 +56,27 @@ export class Framer {
     readonly model: string,
     readonly includeUsage: boolean,
   ) {}
+
+  opening(numChoices: number): SseFrame[] {
+    if (this.kind !== 'chat') return [];
+    return Array.from({ length: numChoices }, (_, i) => ({ data: this.chunk(i, { role: 'assistant', content: '' }, null) }));
+  }
+
+  text(index: number, text: string): SseFrame[] {
+    return [{ data: this.chunk(index, text, null) }];
+  }
+
+  end(index: number, finishReason: string): SseFrame[] {
+    return [{ data: this.chunk(index, this.kind === 'chat' ? {} : '', finishReason) }];
+  }
+
+  closing(u: Usage): SseFrame[] {
+    return this.includeUsage ? [{ data: this.usageChunk(u) }] : [];
+  }
+
+  failure(e: ApiError): SseFrame[] {
+    return [{ data: e.toBody() }];
+  }
 
   chunk(index: number, delta: string | { role?: string; content?: string }, finishReason: string | null): unknown {
     const base = { id: this.id, created: this.created, model: this.model, system_fingerprint: null };

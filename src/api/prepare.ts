@@ -2,7 +2,8 @@
 // names the offending field. Nothing here reaches the backend's engine; only its tokenizer.
 //
 //   parse   — the message count read before the schema (a 30,000-message body must not cost a full
-//             validation), the body's shape (zod), the model name, the fields we support
+//             validation), fields we do not implement (unsupported.ts), the body's shape (zod), the
+//             model name, the values we support
 //   prepare — size checks that cannot refuse a prompt that fits (limits.ts), then tokenize off the
 //             event loop (chat template or raw prompt), then the exact checks against the context
 //             and the server's output cap, the budget headers, sampling defaults
@@ -14,6 +15,7 @@ import type { SizeFacts } from './limits.ts';
 import { checkMessageCount, checkMessagesSize, checkPromptSize, sloFromHeader } from './limits.ts';
 import type { ChatCompletionBody, CompletionBody } from './schemas.ts';
 import { chatCompletionBody, checkSupported, completionBody, messageText, parseBody } from './schemas.ts';
+import { refuseUnsupported } from './unsupported.ts';
 import type { BackendInfo } from '../backend/backend.ts';
 import type { SamplingParams } from '../engine/plan.ts';
 import type { Tokenizer } from '../engine/tokenizer.ts';
@@ -44,12 +46,18 @@ export interface Prepared {
 
 export function parse(kind: Kind, raw: unknown, info: BackendInfo, size: SizeFacts): Parsed {
   if (kind === 'chat') checkMessageCount(size, raw);
+  refuseUnsupported(kind, raw);
   const parsed: Parsed = kind === 'chat' ? { kind, body: parseBody(chatCompletionBody, raw) } : { kind, body: parseBody(completionBody, raw) };
-  if (parsed.body.model !== info.modelId) {
-    throw new ApiError('model_not_found', `The model '${parsed.body.model}' does not exist on this server; it serves '${info.modelId}'.`, { param: 'model' });
-  }
+  checkModel(parsed.body.model, info);
   checkSupported(parsed.body);
   return parsed;
+}
+
+/** The model a request names must be the one served. */
+export function checkModel(model: string, info: BackendInfo): void {
+  if (model !== info.modelId) {
+    throw new ApiError('model_not_found', `The model '${model}' does not exist on this server; it serves '${info.modelId}'.`, { param: 'model' });
+  }
 }
 
 export interface PrepareDeps {

@@ -1,8 +1,10 @@
 // The HTTP front door: routes, body parsing, connection and time bounds, and the one place errors
 // become responses.
 //
-//   POST /v1/chat/completions, POST /v1/completions   generation (SSE or JSON)
+//   POST /v1/chat/completions, POST /v1/completions, POST /v1/responses   generation (SSE or JSON)
 //   GET  /v1/models                                   the served model
+//   POST /v1/embeddings                               not served: 404 model_not_found (unsupported.ts)
+//   POST /tokenize, POST /detokenize, GET /version    vLLM's utility endpoints (tokenize.ts)
 //   GET  /health    liveness: 200 while the process can serve (loading and draining included), 503 once its engine failed
 //   GET  /ready     readiness: 503 until the model is loaded and warm, from the moment a drain starts, and after a failure
 //   GET  /stats     a JSON snapshot of engine state and configuration
@@ -25,6 +27,10 @@ import type { FlowControl } from '../flow/flow-control.ts';
 import { noFlowControl } from '../flow/flow-control.ts';
 import type { ActiveRequests } from './active-requests.ts';
 import { CompletionsHandler } from './completions.ts';
+import { responsesSurface } from './responses.ts';
+import { chatSurface, completionSurface } from './surface.ts';
+import { detokenize, tokenize, version } from './tokenize.ts';
+import { embeddingsNotServed } from './unsupported.ts';
 import type { IdSource } from './ids.ts';
 import { randomIds } from './ids.ts';
 import type { ServerConfig } from './config.ts';
@@ -173,8 +179,15 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     });
     return completions;
   };
-  route('POST', '/v1/chat/completions', (req, reply) => handler().handle('chat', req, reply));
-  route('POST', '/v1/completions', (req, reply) => handler().handle('completion', req, reply));
+  route('POST', '/v1/chat/completions', (req, reply) => handler().handle(chatSurface, req, reply));
+  route('POST', '/v1/completions', (req, reply) => handler().handle(completionSurface, req, reply));
+  route('POST', '/v1/responses', (req, reply) => handler().handle(responsesSurface, req, reply));
+  route('POST', '/v1/embeddings', () => {
+    throw embeddingsNotServed();
+  });
+  route('POST', '/tokenize', (req) => tokenize(loaded(), req.body));
+  route('POST', '/detokenize', (req) => detokenize(loaded(), req.body));
+  route('GET', '/version', () => version());
   route('GET', '/v1/models', () => {
     const info = loaded().info;
     return { object: 'list', data: [{ id: info.modelId, object: 'model', created: 0, owned_by: 'headroom', max_model_len: info.contextTokens }] };
