@@ -62,12 +62,15 @@ test('a slow server does not slow the arrivals (stub in its own process, 5 rps c
     const recs = await runOpenLoop({ client: client(slow.url, 400), arrivalsMs, specs: specs(arrivalsMs.length), durationMs: 2000, warmupMs: 0, cooldownMs: 0 });
     assert.equal(recs.length, arrivalsMs.length);
     const slip = sortedCopy(recs.map((r) => r.slip_ms));
-    assert.ok(quantileSorted(slip, 0.5) < 5, `slip p50 ${quantileSorted(slip, 0.5)}`);
+    // Bounds are far from what a server-paced generator would show (slips of seconds: the server
+    // takes one request per 200 ms), and far enough from zero that a loaded machine's scheduling
+    // noise cannot trip them.
+    assert.ok(quantileSorted(slip, 0.5) < 50, `slip p50 ${quantileSorted(slip, 0.5)}`);
     // The sends span the schedule, not the server's pace (which would need 40 s for these).
     const sent = recs.map((r) => r.sent_ms);
     const span = Math.max(...sent) - Math.min(...sent);
     const planned = (arrivalsMs[arrivalsMs.length - 1] ?? 0) - (arrivalsMs[0] ?? 0);
-    assert.ok(Math.abs(span - planned) < 50, `sent span ${span} vs planned ${planned}`);
+    assert.ok(Math.abs(span - planned) < 500, `sent span ${span} vs planned ${planned}`);
     assert.ok(ksExponential(gapsOf(sortedCopy(sent)), 0.1).pValue > 0.001, 'actual send gaps still Exp(λ)');
     // Most could not be served in time: they are censored rows, not missing rows.
     assert.ok(recs.filter((r) => r.censored).length > recs.length / 2);
