@@ -90,7 +90,6 @@ if (bundle !== null && (haveCommit !== wantCommit || !haveHeaders)) {
 const nodeDir = resolve(dirname(process.execPath), '..');
 const nodedirArgs = existsSync(join(nodeDir, 'include', 'node', 'node_api.h')) ? [`--nodedir=${nodeDir}`] : [];
 const gyp = require.resolve('node-gyp/bin/node-gyp.js');
-log(`node-gyp rebuild ${nodedirArgs.join(' ')} -j2`);
 const binsDir = join(packageDir('@node-llama-cpp/linux-x64'), 'bins', 'linux-x64');
 if (!existsSync(join(binsDir, 'libllama.v0.4.0.so'))) throw new Error(`libllama not found in ${binsDir}`);
 
@@ -102,6 +101,7 @@ if (process.env.HEADROOM_REBUILD_NATIVE !== '1' && existsSync(addonPath) && read
   process.exit(0);
 }
 rmSync(stampPath, { force: true });
+log(`node-gyp rebuild ${nodedirArgs.join(' ')} -j2`);
 execFileSync(process.execPath, [gyp, 'rebuild', ...nodedirArgs, '-j2'], {
   cwd: nativeDir,
   stdio: 'inherit',
