@@ -181,7 +181,8 @@ async function applyFile(cmd: Command, file: string, from: Map<string, string>):
   for (const [key, raw] of Object.entries(values)) {
     const hit = byKey.get(key);
     if (hit === undefined) throw new UserError(`${file}: unknown key '${key}'${suggestion(key, [...byKey.keys()])}`);
-    if (!unset(cmd, hit.opt)) continue;
+    // A key with no value (YAML `key:` or `~`, JSON null) leaves the option at its default.
+    if (raw === null || !unset(cmd, hit.opt)) continue;
     const where = `${file}: ${key}`;
     const repeatable = Array.isArray(raw) && (hit.opt.variadic || hit.opt.parseArg !== undefined) && !isFlag(hit.opt);
     const value = repeatable ? (raw as unknown[]).reduce<unknown>((prev, item) => parse(hit.opt, String(item), prev, where), hit.opt.defaultValue) : convert(hit.opt, raw, where, hit.positive);

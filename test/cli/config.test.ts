@@ -72,9 +72,10 @@ test('precedence flag > env > file > default, with each source reported and secr
   assert.deepEqual(defaults.options['api-key'], { value: null, source: 'default' });
 });
 
-test('a negated flag may be given positively in a file; booleans are strict', async () => {
-  const leaf = await configured(['--url', 'x'], {}, { progress: false });
+test('a negated flag may be given positively in a file; a null key keeps the default; booleans are strict', async () => {
+  const leaf = await configured(['--url', 'x'], {}, { progress: false, 'api-key': null });
   assert.equal(leaf.opts()['progress'], false);
+  assert.deepEqual(effectiveConfig(leaf).options['api-key'], { value: null, source: 'default' }, 'a null in the file leaves the default');
   await assert.rejects(configured(['--url', 'x'], { HEADROOM_BENCH_RUN_IGNORE_EOS: 'maybe' }), /^UserError: HEADROOM_BENCH_RUN_IGNORE_EOS: expected true or false, got 'maybe'$/);
 });
 
