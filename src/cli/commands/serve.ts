@@ -155,8 +155,6 @@ export function registerServeCommand(program: Command): void {
 }
 
 async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> {
-  // Imported here, not at the top: `--help` must not load the server, OpenTelemetry and the engine.
-  const { Headroom } = await import('../../app.ts');
   const server = serverConfig({
     host: f.host,
     port: int('port', f.port),
@@ -183,6 +181,9 @@ async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> 
     maxBatchTokens: int('batch-tokens', f.batchTokens),
     mockSpeed: Number(f.mockSpeed),
   };
+  const admission = await admissionConfig(f);
+  // Imported here, after the flags are checked: `--help` and a bad flag never load the server and OpenTelemetry.
+  const { Headroom } = await import('../../app.ts');
   return new Headroom({
     runner: async () => {
       try {
@@ -210,7 +211,7 @@ async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> 
     maxQueuedRequests: int('max-queued', f.maxQueued),
     obs: { metrics: f.metrics, ...(f.otelEndpoint === undefined ? {} : { otelEndpoint: f.otelEndpoint }) },
     ...(f.traceOut === undefined ? {} : { traceOut: f.traceOut }),
-    admission: await admissionConfig(f),
+    admission,
     statsExtra: () => ({ config }),
     onEngineFailure: (error) => {
       // Every held request has already failed and the last step records are in the log.
