@@ -4,10 +4,11 @@
 // imported inside each action, so `--help` stays fast.
 import type { Command } from 'commander';
 import { InvalidArgumentError, Option } from 'commander';
+import { existsSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { BenchConfig } from '../../harness/run.ts';
 import type { Progress } from '../../harness/generator.ts';
-import { existsSync } from 'node:fs';
 import { DEFAULT_STUB, startStubServer } from '../../harness/stub-server.ts';
 import { UserError } from '../user-error.ts';
 
@@ -94,7 +95,7 @@ export function registerBenchCommands(program: Command): void {
     .option('--json', 'print the summary as JSON', false)
     .option('--no-progress', 'no progress bar')
     .option('--api-key <key>', 'send Authorization: Bearer <key> with every request')
-    .option('--header <name:value>', 'send this header with every request (repeatable)', header, {})
+    .addOption(new Option('--header <name:value>', 'send this header with every request (repeatable)').argParser(header).default({}, 'none'))
     .action(async (f: RunFlags) => {
       const mix = f.mix;
       if (mix.length !== 3) throw new UserError(`--mix: expected three weights s:m:l, got ${mix.join(':')}`);
@@ -219,7 +220,6 @@ export function registerBenchCommands(program: Command): void {
     .action(async (f: { rates: number[]; durationS: number; repeats: number; slipBoundMs: number; stubTtftMs: number; out?: string }) => {
       const { measureMaxRate } = await import('../../harness/max-rate.ts');
       const { toJson } = await import('../../harness/format.ts');
-      const { writeFile, mkdir } = await import('node:fs/promises');
       const res = await measureMaxRate(
         { ratesPerS: f.rates, durationS: f.durationS, repeats: f.repeats, slipBoundMs: f.slipBoundMs, stubTtftMs: f.stubTtftMs },
         (line) => process.stderr.write(line + '\n'),
