@@ -12,11 +12,11 @@
 // the addon's rpath), node-addon-api's version and the Node ABI; any difference rebuilds.
 // HEADROOM_REBUILD_NATIVE=1 rebuilds regardless.
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { nativeStamp, readStampHash } from './native-stamp.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(join(root, 'package.json'));
@@ -95,8 +95,14 @@ if (!existsSync(join(binsDir, 'libllama.v0.4.0.so'))) throw new Error(`libllama 
 
 const addonPath = join(nativeDir, 'build', 'Release', 'headroom_llama.node');
 const stampPath = join(nativeDir, 'build', 'headroom-stamp.json');
-const stamp = buildStamp(wantCommit, binsDir);
-if (process.env.HEADROOM_REBUILD_NATIVE !== '1' && existsSync(addonPath) && readStamp(stampPath) === stamp.hash) {
+const stamp = nativeStamp(nativeDir, {
+  llamaCommit: wantCommit,
+  libDir: binsDir,
+  nodeAbi: process.versions.modules,
+  nodeAddonApi: packageVersion('node-addon-api'),
+  platform: `${process.platform}-${process.arch}`,
+});
+if (process.env.HEADROOM_REBUILD_NATIVE !== '1' && existsSync(addonPath) && readStampHash(stampPath) === stamp.hash) {
   log(`addon up to date (${stamp.hash.slice(0, 12)}: sources, binding.gyp, llama.cpp ${wantCommit?.slice(0, 12)}, Node ABI ${process.versions.modules}); HEADROOM_REBUILD_NATIVE=1 rebuilds`);
   process.exit(0);
 }
@@ -109,34 +115,6 @@ execFileSync(process.execPath, [gyp, 'rebuild', ...nodedirArgs, '-j2'], {
 });
 writeFileSync(stampPath, `${JSON.stringify(stamp, null, 2)}\n`);
 log('built native/build/Release/headroom_llama.node');
-
-/** What the built addon depends on, and its hash. */
-function buildStamp(llamaCommit, libDir) {
-  const sourcesDir = join(nativeDir, 'src');
-  const files = ['binding.gyp', ...readdirSync(sourcesDir, { recursive: true }).map((f) => join('src', String(f)))]
-    .filter((f) => existsSync(join(nativeDir, f)) && !f.endsWith('/'))
-    .sort();
-  const h = createHash('sha256');
-  const inputs = { llamaCommit, libDir, nodeAbi: process.versions.modules, nodeAddonApi: packageVersion('node-addon-api'), platform: `${process.platform}-${process.arch}` };
-  h.update(JSON.stringify(inputs));
-  for (const f of files) {
-    const path = join(nativeDir, f);
-    try {
-      h.update(`\0${f}\0`).update(readFileSync(path));
-    } catch (err) {
-      if (err.code !== 'EISDIR') throw err;
-    }
-  }
-  return { hash: h.digest('hex'), ...inputs, files };
-}
-
-function readStamp(path) {
-  try {
-    return JSON.parse(readFileSync(path, 'utf8')).hash ?? null;
-  } catch {
-    return null;
-  }
-}
 
 function packageVersion(name) {
   return JSON.parse(readFileSync(join(packageDir(name), 'package.json'), 'utf8')).version;
