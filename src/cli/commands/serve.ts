@@ -9,13 +9,16 @@ import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import { serverConfig } from '../../api/config.ts';
-import { Headroom } from '../../app.ts';
+import type { Headroom } from '../../app.ts';
 import type { SchedulerName } from '../../engine/scheduler/factory.ts';
 import { createRunner } from '../../engine/runner/factory.ts';
 import { EXIT_CODES, StartupError, startupErrorLine } from '../startup-errors.ts';
 import type { AdmissionConfig } from '../../admission/factory.ts';
 import { fileSha256, machineIdentity } from '../../admission/provenance.ts';
 import { DEFAULT_MODEL_PATH } from '../../model/default-model.ts';
+import type { EffectiveConfig } from '../config.ts';
+import { effectiveConfig, originNote } from '../config.ts';
+import { debugEnabled } from '../user-error.ts';
 
 interface ServeFlags {
   host: string;
@@ -131,11 +134,11 @@ export function registerServeCommand(program: Command): void {
     .addOption(new Option('--admission-headroom <on|off>', 'admit what the bound refuses while the engine visibly has room (nothing queued, a small batch), checked against its own miss rate').choices(['on', 'off']).default('on'))
     .option('--trace-out <file>', 'append one admission-trace JSON line per request (features as admission saw them, then the outcome)')
     .option('--no-exit-on-engine-failure', `stay up with /health at 503 when the engine fails, instead of exiting with status ${EXIT_CODES.engineFailure}`)
-    .action(async (f: ServeFlags) => {
+    .action(async (f: ServeFlags, cmd: Command) => {
       const where = { host: f.host, port: Number(f.port) };
       let headroom: Headroom;
       try {
-        headroom = await build(f);
+        headroom = await build(f, effectiveConfig(cmd));
         const address = await headroom.listen();
         console.log(`headroom: listening at ${address}; loading the model`);
         onSignals(headroom);
@@ -143,13 +146,15 @@ export function registerServeCommand(program: Command): void {
         const info = headroom.engine.runner.info;
         console.log(`headroom: serving ${info.modelId} with the ${info.name} runner and the ${f.scheduler} scheduler on ${address}`);
       } catch (err) {
-        console.error(`headroom: error: ${startupErrorLine(err, where)}`);
+        const line = startupErrorLine(err, where);
+        console.error(`headroom: error: ${line}${originNote(cmd, line)}`);
+        if (debugEnabled() && err instanceof Error) console.error(err.stack);
         process.exit(EXIT_CODES.startupFailure);
       }
     });
 }
 
-async function build(f: ServeFlags): Promise<Headroom> {
+async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> {
   const server = serverConfig({
     host: f.host,
     port: int('port', f.port),
@@ -176,6 +181,9 @@ async function build(f: ServeFlags): Promise<Headroom> {
     maxBatchTokens: int('batch-tokens', f.batchTokens),
     mockSpeed: Number(f.mockSpeed),
   };
+  const admission = await admissionConfig(f);
+  // Imported here, after the flags are checked: `--help` and a bad flag never load the server and OpenTelemetry.
+  const { Headroom } = await import('../../app.ts');
   return new Headroom({
     runner: async () => {
       try {
@@ -203,7 +211,8 @@ async function build(f: ServeFlags): Promise<Headroom> {
     maxQueuedRequests: int('max-queued', f.maxQueued),
     obs: { metrics: f.metrics, ...(f.otelEndpoint === undefined ? {} : { otelEndpoint: f.otelEndpoint }) },
     ...(f.traceOut === undefined ? {} : { traceOut: f.traceOut }),
-    admission: await admissionConfig(f),
+    admission,
+    statsExtra: () => ({ config }),
     onEngineFailure: (error) => {
       // Every held request has already failed and the last step records are in the log.
       if (!f.exitOnEngineFailure) {

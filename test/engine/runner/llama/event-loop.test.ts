@@ -1,19 +1,16 @@
 // While a long prefill runs, the event loop stays free: llama_decode runs on a libuv worker
 // thread (an N-API AsyncWorker). A 5 ms interval timer measures its own lateness; if decode ran
 // on the JS thread, one timer would be late by a whole forward pass (hundreds of ms here). The
-// bound is generous for a shared 2-core machine (the model's 2 threads compete with the timer's
-// thread), so the bound is a ratio, not a wall-clock number: the worst lag must stay under a quarter
-// of the longest step (a loop blocked by the forward pass lags by the whole step), and a loaded
-// machine, which stretches both, cannot break it. The test checks that a step is long enough to
-// tell (a fast machine would make it vacuous).
+// bound is half the longest step, not a fixed time: a loaded shared machine stretches the steps
+// and the timer's lateness alike (a fixed 250 ms failed at 279 ms there), while a blocked loop
+// lags by about a whole step. The test checks that a step is long enough to tell, so it cannot
+// pass vacuously on a very fast machine.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { item, openTinyRunner, plan, promptOf, run } from './fixture.ts';
 
-/** The worst timer lag, as a share of the longest step. */
-const LAG_SHARE = 0.25;
-/** A step shorter than this cannot tell a blocked loop from scheduling noise. */
-const MIN_STEP_MS = 200;
+/** Below this a step is too short to tell a free loop from a blocked one. */
+const MIN_STEP_MS = 300;
 
 test('a timer on the event loop fires on time during a long prefill', async (t) => {
   const runner = await openTinyRunner({ contextTokens: 8192, maxBatchTokens: 2048, maxSequences: 4 });
@@ -46,8 +43,9 @@ test('a timer on the event loop fires on time during a long prefill', async (t) 
     const longest = Math.max(...stepMs);
     t.diagnostic(`steps ${stepMs.map((s) => s.toFixed(0)).join(', ')} ms; max timer lag ${maxLagMs.toFixed(1)} ms over ${ticks} ticks`);
     assert.ok(longest > MIN_STEP_MS, `a 2048-token step took only ${longest.toFixed(0)} ms: too fast for this test to tell`);
-    assert.ok(ticks >= totalMs / 100, `only ${ticks} timer ticks in ${totalMs.toFixed(0)} ms`);
-    assert.ok(maxLagMs < LAG_SHARE * longest, `timer lag ${maxLagMs.toFixed(1)} ms >= ${LAG_SHARE} of the longest step (${longest.toFixed(0)} ms) during prefill`);
+    assert.ok(ticks >= totalMs / 25, `only ${ticks} timer ticks in ${totalMs.toFixed(0)} ms`);
+    const lagBoundMs = longest / 2;
+    assert.ok(maxLagMs < lagBoundMs, `timer lag ${maxLagMs.toFixed(1)} ms >= ${lagBoundMs.toFixed(0)} ms (half the longest step) during prefill`);
   } finally {
     await runner.close();
   }
