@@ -1,8 +1,11 @@
 // OpenAI response shapes for one request: streamed chunks (one choice per chunk, with its index),
 // the usage chunk, and the whole JSON response. Field order and nulls follow OpenAI's responses,
-// which clients parse strictly.
+// which clients parse strictly. `logprobs` is null unless the request asked for log-probabilities;
+// then each chunk carries the entries of the tokens it covers (logprob-format.ts).
 
 import type { Kind } from './prepare.ts';
+import type { LogprobEntry } from './logprob-format.ts';
+import { chatLogprobs, completionLogprobs, namedLength } from './logprob-format.ts';
 
 export interface Usage {
   readonly prompt_tokens: number;
@@ -13,6 +16,8 @@ export interface Usage {
 export interface FinishedChoice {
   readonly text: string;
   readonly finishReason: string;
+  /** Null unless log-probabilities were asked for. */
+  readonly logprobs: readonly LogprobEntry[] | null;
 }
 
 export function usage(numPromptTokens: number, numCompletionTokens: number): Usage {
@@ -20,6 +25,9 @@ export function usage(numPromptTokens: number, numCompletionTokens: number): Usa
 }
 
 export class Framer {
+  /** Completions' text_offset: characters named so far, per choice (streamed chunks continue it). */
+  readonly #offsets = new Map<number, number>();
+
   constructor(
     readonly kind: Kind,
     readonly id: string,
@@ -28,14 +36,22 @@ export class Framer {
     readonly includeUsage: boolean,
   ) {}
 
-  chunk(index: number, delta: string | { role?: string; content?: string }, finishReason: string | null): unknown {
+  chunk(index: number, delta: string | { role?: string; content?: string }, finishReason: string | null, logprobs: readonly LogprobEntry[] | null = null): unknown {
     const base = { id: this.id, created: this.created, model: this.model, system_fingerprint: null };
     const u = this.includeUsage ? { usage: null } : {};
     if (this.kind === 'chat') {
       const d = typeof delta === 'string' ? { content: delta } : delta;
-      return { ...base, object: 'chat.completion.chunk', choices: [{ index, delta: d, logprobs: null, finish_reason: finishReason }], ...u };
+      return { ...base, object: 'chat.completion.chunk', choices: [{ index, delta: d, logprobs: this.#logprobs(index, logprobs), finish_reason: finishReason }], ...u };
     }
-    return { ...base, object: 'text_completion', choices: [{ index, text: delta, logprobs: null, finish_reason: finishReason }], ...u };
+    return { ...base, object: 'text_completion', choices: [{ index, text: delta, logprobs: this.#logprobs(index, logprobs), finish_reason: finishReason }], ...u };
+  }
+
+  #logprobs(index: number, entries: readonly LogprobEntry[] | null): unknown {
+    if (entries === null) return null;
+    if (this.kind === 'chat') return chatLogprobs(entries);
+    const offset = this.#offsets.get(index) ?? 0;
+    this.#offsets.set(index, offset + namedLength(entries));
+    return completionLogprobs(entries, offset);
   }
 
   usageChunk(u: Usage): unknown {
@@ -45,8 +61,8 @@ export class Framer {
   whole(choices: readonly FinishedChoice[], u: Usage): unknown {
     const base = { id: this.id, created: this.created, model: this.model, system_fingerprint: null, usage: u };
     if (this.kind === 'chat') {
-      return { ...base, object: 'chat.completion', choices: choices.map((c, index) => ({ index, message: { role: 'assistant', content: c.text }, logprobs: null, finish_reason: c.finishReason })) };
+      return { ...base, object: 'chat.completion', choices: choices.map((c, index) => ({ index, message: { role: 'assistant', content: c.text }, logprobs: this.#logprobs(index, c.logprobs), finish_reason: c.finishReason })) };
     }
-    return { ...base, object: 'text_completion', choices: choices.map((c, index) => ({ index, text: c.text, logprobs: null, finish_reason: c.finishReason })) };
+    return { ...base, object: 'text_completion', choices: choices.map((c, index) => ({ index, text: c.text, logprobs: this.#logprobs(index, c.logprobs), finish_reason: c.finishReason })) };
   }
 }
