@@ -44,7 +44,7 @@ char ::= [^"\\\\\\x00-\\x1F\\x7F] | "\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F]{4})
 integer ::= "-"? nonneg-integer
 nonneg-integer ::= "0" | [1-9] [0-9]{0,15}
 number ::= "-"? nonneg-number
-nonneg-number ::= nonneg-integer ("." [0-9]{1,15})? ([eE] [-+]? [0-9]{1,3})?
+nonneg-number ::= nonneg-integer ("." [0-9]{1,15})? ([eE] [-+]? [0-9]{1,2})?
 boolean ::= "true" | "false"
 null ::= "null"
 value ::= object | array | string | number | boolean | null
@@ -142,7 +142,7 @@ class Converter {
       case 'null':
         return type;
       default:
-        throw new UnsupportedSchemaError('type', path, `The type '${type}' is not a JSON Schema type`);
+        throw new UnsupportedSchemaError('type', path, `The 'type' '${type}' is not a JSON Schema type`);
     }
   }
 
@@ -200,7 +200,7 @@ class Converter {
     if (typeof lo === 'number' && typeof hi === 'number' && Number.isInteger(lo) && Number.isInteger(hi)) {
       if (hi < lo) throw new UnsupportedSchemaError('maximum', path, "'maximum' is below 'minimum'");
       if (hi - lo <= MAX_ENUMERATED_RANGE) return this.#rule(name, Array.from({ length: hi - lo + 1 }, (_, i) => literal(String(lo + i))).join(' | '));
-      throw new UnsupportedSchemaError('maximum', path, `An integer range wider than ${MAX_ENUMERATED_RANGE} values is not supported`);
+      throw new UnsupportedSchemaError('maximum', path, `An integer 'minimum'..'maximum' range wider than ${MAX_ENUMERATED_RANGE} values is not supported`);
     }
     if (lo === 0 && hi === undefined) return 'nonneg-integer';
     throw new UnsupportedSchemaError(lo === undefined || lo === 0 ? 'maximum' : 'minimum', path, "Integer bounds are supported as both 'minimum' and 'maximum' (integers), or 'minimum': 0 alone");
