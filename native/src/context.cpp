@@ -344,11 +344,14 @@ Napi::Value HeadroomLlama::CheckGrammar(const Napi::CallbackInfo& info) {
   if (vocab_ == nullptr) throw Napi::Error::New(env, "checkGrammar: the context is closed");
   const std::string grammar = info[0].As<Napi::String>().Utf8Value();
   llama_sampler* g = nullptr;
+  std::string parseLog;  // a refused grammar is the caller's 400, not a line on the server's stderr
+  gCapture = &parseLog;
   try {
     g = llama_sampler_init_grammar(vocab_, grammar.c_str(), "root");
   } catch (const std::exception&) {
     g = nullptr;
   }
+  gCapture = nullptr;
   if (g == nullptr) return Napi::Boolean::New(env, false);
   llama_sampler_free(g);
   return Napi::Boolean::New(env, true);

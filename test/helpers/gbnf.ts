@@ -109,7 +109,7 @@ export class Gbnf {
 }
 
 function minBy<T>(xs: readonly T[], f: (x: T) => number): T {
-  let best = xs[0]!;
+  let best = xs[0] as T;
   for (const x of xs) if (f(x) < f(best)) best = x;
   return best;
 }
