@@ -10,7 +10,7 @@ import { ApiError } from './errors.ts';
 import type { ChatCompletionBody, CompletionBody } from './schemas.ts';
 import type { LogitBias, SamplingParams } from '../engine/plan.ts';
 import type { Tokenizer } from '../engine/tokenizer.ts';
-import { jsonObjectGbnf, schemaGrammarOr400 } from '../engine/grammar/json-schema-gbnf.ts';
+import { jsonObjectGbnf, jsonSchemaToGbnf, UnsupportedSchemaError } from '../engine/grammar/json-schema-gbnf.ts';
 
 type Body = { readonly kind: 'chat'; readonly body: ChatCompletionBody } | { readonly kind: 'completion'; readonly body: CompletionBody };
 
@@ -70,4 +70,14 @@ function grammarOf(format: ChatCompletionBody['response_format'], tokenizer: Tok
     throw new ApiError('invalid_value', "The schema's grammar was refused by the model's grammar sampler (a $ref that reaches itself without any text in between?).", { param: 'response_format.json_schema.schema' });
   }
   return gbnf;
+}
+
+/** The schema's grammar, or the 400 that names the unsupported keyword under `param`. */
+function schemaGrammarOr400(schema: unknown, param: string): string {
+  try {
+    return jsonSchemaToGbnf(schema);
+  } catch (err) {
+    if (!(err instanceof UnsupportedSchemaError)) throw err;
+    throw new ApiError('invalid_value', `${err.message} (at ${err.path}); ${param} supports the subset in docs/sampling.md.`, { param: `${param}.${err.keyword}` });
+  }
 }

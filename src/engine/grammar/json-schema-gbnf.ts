@@ -18,8 +18,6 @@
 // Rules are named after where they come from (root-prop-name, def-Name); one rule per schema node,
 // so the grammar is linear in the schema's size (a $ref is one rule however often it is used).
 
-import { ApiError } from '../../api/errors.ts';
-
 /** Why a schema cannot become a grammar: the keyword (or value) at fault, and where. */
 export class UnsupportedSchemaError extends Error {
   constructor(
@@ -61,16 +59,6 @@ export function jsonSchemaToGbnf(schema: unknown): string {
 /** The grammar of any JSON object (response_format json_object). */
 export function jsonObjectGbnf(): string {
   return `root ::= object\n${PRIMITIVES}\n`;
-}
-
-/** The same conversion, failing as the 400 that names the keyword under `param`. */
-export function schemaGrammarOr400(schema: unknown, param: string): string {
-  try {
-    return jsonSchemaToGbnf(schema);
-  } catch (err) {
-    if (!(err instanceof UnsupportedSchemaError)) throw err;
-    throw new ApiError('invalid_value', `${err.message} (at ${err.path}); ${param} supports the subset in docs/sampling.md.`, { param: `${param}.${err.keyword}` });
-  }
 }
 
 class Converter {
