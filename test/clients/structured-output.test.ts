@@ -26,12 +26,17 @@ after(async () => {
   await server.close();
 });
 
-/** Small and bounded, so random weights reach the end: an enum, a boolean, a narrow integer, a short string. */
+/**
+ * Small and bounded, so random weights reach the end: an enum, a boolean, a narrow integer, a short
+ * string, and zod's plain int() and positive() (safe-integer bounds and exclusiveMinimum in its JSON Schema).
+ */
 const Reading = z.object({
   color: z.enum(['red', 'green', 'blue']),
   ok: z.boolean(),
   level: z.number().int().min(1).max(5),
   label: z.string().max(8),
+  count: z.number().int(),
+  weight: z.number().positive(),
 });
 
 test('AI SDK generateObject returns a schema-valid object', async () => {
@@ -51,7 +56,7 @@ test('AI SDK generateObject returns a schema-valid object', async () => {
 });
 
 test('LangChain withStructuredOutput (jsonSchema) returns a schema-valid object', async () => {
-  const llm = new ChatOpenAI({ model, apiKey: 'unused', configuration: { baseURL: `${server.url}/v1` }, maxTokens: 300, temperature: 0.7, maxRetries: 0 });
+  const llm = new ChatOpenAI({ model, apiKey: 'unused', configuration: { baseURL: `${server.url}/v1` }, maxTokens: 300, temperature: 0.7, maxRetries: 0, modelKwargs: { seed: 5 } });
   const structured = llm.withStructuredOutput(Reading, { method: 'jsonSchema', name: 'reading' });
   const out = await structured.invoke('Report a reading.');
   assert.deepEqual(Reading.parse(out), out);

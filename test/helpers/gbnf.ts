@@ -1,7 +1,7 @@
 // A tiny GBNF interpreter for tests: parses the subset of llama.cpp's grammar format that
 // src/engine/grammar emits (rules one per line; literals, character classes, rule references,
-// groups, | and the quantifiers ? * + {m} {m,} {m,n}) and generates random strings the grammar
-// accepts. It shares no code with the converter, so a string it generates is evidence about the
+// groups, | and the quantifiers ? * + {m} {m,} {m,n}), generates random strings the grammar
+// accepts, and tells whether a string is in the language (for grammars without left recursion). It shares no code with the converter, so a string it generates is evidence about the
 // grammar, not about the converter's idea of it.
 //
 // Generation terminates: each rule's minimal derivation height is computed first, and past a depth
@@ -67,6 +67,50 @@ export class Gbnf {
     };
     visit({ k: 'ref', name: rule }, 0);
     return out;
+  }
+
+  /** Whether `text` is in the language of `rule` (all parses explored; small inputs only). */
+  matches(text: string, rule = 'root'): boolean {
+    const memo = new Map<string, Set<number>>();
+    const ends = (n: Node, pos: number): Set<number> => {
+      switch (n.k) {
+        case 'lit':
+          return text.startsWith(n.text, pos) ? new Set([pos + n.text.length]) : new Set();
+        case 'class': {
+          const c = text.codePointAt(pos);
+          if (c === undefined) return new Set();
+          const inClass = n.ranges.some(([a, b]) => c >= a && c <= b) !== n.negated;
+          return inClass ? new Set([pos + (c > 0xffff ? 2 : 1)]) : new Set();
+        }
+        case 'ref': {
+          const key = `${n.name}@${pos}`;
+          let r = memo.get(key);
+          if (r === undefined) {
+            memo.set(key, new Set()); // a left-recursive loop finds nothing
+            r = ends(this.rules.get(n.name)!, pos);
+            memo.set(key, r);
+          }
+          return r;
+        }
+        case 'seq': {
+          let at = new Set([pos]);
+          for (const item of n.items) at = new Set([...at].flatMap((p) => [...ends(item, p)]));
+          return at;
+        }
+        case 'alt':
+          return new Set(n.options.flatMap((o) => [...ends(o, pos)]));
+        case 'rep': {
+          let frontier = new Set([pos]);
+          const out = new Set<number>(n.min === 0 ? [pos] : []);
+          for (let i = 1; frontier.size > 0 && (n.max === null ? i <= text.length - pos + 1 : i <= n.max); i++) {
+            frontier = new Set([...frontier].flatMap((p) => [...ends(n.node, p)]));
+            if (i >= n.min) for (const p of frontier) out.add(p);
+          }
+          return out;
+        }
+      }
+    };
+    return ends({ k: 'ref', name: rule }, 0).has(text.length);
   }
 
   #checkRefs(n: Node, where: string): void {
@@ -240,6 +284,8 @@ class Parser {
         return hex(2);
       case 'u':
         return hex(4);
+      case 'U':
+        return hex(8);
       case 'n':
         return 10;
       case 'r':

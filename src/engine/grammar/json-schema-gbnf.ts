@@ -6,8 +6,8 @@
 //   object: properties, required, additionalProperties (false, or absent with properties — only the
 //           listed properties are generated; with no properties, any JSON object)
 //   array: items, minItems, maxItems          string: enum, const, minLength, maxLength
-//   integer: minimum/maximum (both, at most 256 values apart: enumerated), or minimum 0 alone
-//   number: minimum 0 alone                   enum, const (any JSON value), anyOf, oneOf
+//   integer: minimum, maximum, exclusiveMinimum, exclusiveMaximum (any range: integer-range.ts)
+//   number: minimum 0 or exclusiveMinimum 0   enum, const (any JSON value), anyOf, oneOf
 //   $ref to #/$defs/<name> or #/definitions/<name> (recursion allowed)
 //   annotations ignored: title, description, default, examples, $schema, $id, $comment, ...
 //
@@ -17,6 +17,8 @@
 //
 // Rules are named after where they come from (root-prop-name, def-Name); one rule per schema node,
 // so the grammar is linear in the schema's size (a $ref is one rule however often it is used).
+
+import { integerRange, MAX_DIGITS } from './integer-range.ts';
 
 /** Why a schema cannot become a grammar: the keyword (or value) at fault, and where. */
 export class UnsupportedSchemaError extends Error {
@@ -32,17 +34,19 @@ export class UnsupportedSchemaError extends Error {
 
 /** Annotations that do not change which documents validate. */
 const IGNORED = new Set(['title', 'description', 'default', 'examples', 'example', '$schema', '$id', '$comment', 'deprecated', 'readOnly', 'writeOnly', 'strict', '$defs', 'definitions']);
-const SUPPORTED = new Set(['type', 'properties', 'required', 'additionalProperties', 'items', 'minItems', 'maxItems', 'enum', 'const', 'minLength', 'maxLength', 'minimum', 'maximum', 'anyOf', 'oneOf', '$ref']);
-/** The widest integer range written out value by value. */
-const MAX_ENUMERATED_RANGE = 256;
+const SUPPORTED = new Set(['type', 'properties', 'required', 'additionalProperties', 'items', 'minItems', 'maxItems', 'enum', 'const', 'minLength', 'maxLength', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'anyOf', 'oneOf', '$ref']);
 
 const PRIMITIVES = `ws ::= " "?
 string ::= "\\"" char* "\\""
 char ::= [^"\\\\\\x00-\\x1F\\x7F] | "\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F]{4})
+bmp-char ::= [^"\\\\\\x00-\\x1F\\x7F\\U00010000-\\U0010FFFF] | "\\\\" (["\\\\/bfnrt] | "u" bmp-hex)
+bmp-hex ::= [0-9a-cA-CeEfF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2}
 integer ::= "-"? nonneg-integer
 nonneg-integer ::= "0" | [1-9] [0-9]{0,15}
 number ::= "-"? nonneg-number
-nonneg-number ::= nonneg-integer ("." [0-9]{1,15})? ([eE] [-+]? [0-9]{1,2})?
+nonneg-number ::= nonneg-integer ("." [0-9]{1,15})? exponent?
+positive-number ::= ([1-9] [0-9]{0,15} ("." [0-9]{1,15})? | "0." "0"{0,14} [1-9] [0-9]{0,14}) exponent?
+exponent ::= [eE] [-+]? [0-9]{1,2}
 boolean ::= "true" | "false"
 null ::= "null"
 value ::= object | array | string | number | boolean | null
@@ -178,27 +182,35 @@ class Converter {
     const max = count(s.maxLength, 'maxLength', path);
     if (max !== null && max < min) throw new UnsupportedSchemaError('maxLength', path, "'maxLength' is below 'minLength'");
     if (min === 0 && max === null) return 'string';
-    return this.#rule(name, `"\\"" char${repeat(min, max)} "\\""`);
+    // Bounded: one grammar character is one UTF-16 unit and one code point (no astral characters,
+    // no surrogate escapes), so JSON Schema's count (Ajv) and JavaScript's (zod's .max()) agree.
+    return this.#rule(name, `"\\"" bmp-char${repeat(min, max)} "\\""`);
   }
 
   #integer(s: Schema, name: string, path: string): string {
-    const lo = s.minimum;
-    const hi = s.maximum;
-    if (lo === undefined && hi === undefined) return 'integer';
-    if (typeof lo === 'number' && typeof hi === 'number' && Number.isInteger(lo) && Number.isInteger(hi)) {
-      if (hi < lo) throw new UnsupportedSchemaError('maximum', path, "'maximum' is below 'minimum'");
-      if (hi - lo <= MAX_ENUMERATED_RANGE) return this.#rule(name, Array.from({ length: hi - lo + 1 }, (_, i) => literal(String(lo + i))).join(' | '));
-      throw new UnsupportedSchemaError('maximum', path, `An integer 'minimum'..'maximum' range wider than ${MAX_ENUMERATED_RANGE} values is not supported`);
-    }
-    if (lo === 0 && hi === undefined) return 'nonneg-integer';
-    throw new UnsupportedSchemaError(lo === undefined || lo === 0 ? 'maximum' : 'minimum', path, "Integer bounds are supported as both 'minimum' and 'maximum' (integers), or 'minimum': 0 alone");
+    const lows = [bound(s, 'minimum', path, Math.ceil), bound(s, 'exclusiveMinimum', path, (x) => Math.floor(x) + 1)].filter((x) => x !== null);
+    const highs = [bound(s, 'maximum', path, Math.floor), bound(s, 'exclusiveMaximum', path, (x) => Math.ceil(x) - 1)].filter((x) => x !== null);
+    if (lows.length === 0 && highs.length === 0) return 'integer';
+    // Bounds past the longest integer the grammar writes are no bound at all.
+    const big = 10n ** BigInt(MAX_DIGITS) - 1n;
+    const lo = lows.length === 0 ? null : lows.reduce((x, y) => (x > y ? x : y));
+    const hi = highs.length === 0 ? null : highs.reduce((x, y) => (x < y ? x : y));
+    if (lo !== null && hi !== null && hi < lo) throw new UnsupportedSchemaError('maximum', path, "'maximum' is below 'minimum': no integer fits");
+    if (lo !== null && lo > big) throw new UnsupportedSchemaError('minimum', path, `'minimum' above ${MAX_DIGITS} digits is not supported`);
+    if (hi !== null && hi < -big) throw new UnsupportedSchemaError('maximum', path, `'maximum' below -${MAX_DIGITS} digits is not supported`);
+    return this.#rule(name, integerRange(lo !== null && lo >= -big ? lo : null, hi !== null && hi <= big ? hi : null));
   }
 
   #number(s: Schema, path: string): string {
-    if (s.maximum !== undefined) throw new UnsupportedSchemaError('maximum', path, "'maximum' on a number is not supported");
-    if (s.minimum === undefined) return 'number';
+    for (const k of ['maximum', 'exclusiveMaximum'] as const) {
+      if (s[k] !== undefined) throw new UnsupportedSchemaError(k, path, `'${k}' on a number is not supported`);
+    }
+    if (s.minimum !== undefined && s.exclusiveMinimum !== undefined) throw new UnsupportedSchemaError('exclusiveMinimum', path, "'exclusiveMinimum' beside 'minimum' on a number is not supported");
+    if (s.minimum === undefined && s.exclusiveMinimum === undefined) return 'number';
     if (s.minimum === 0) return 'nonneg-number';
-    throw new UnsupportedSchemaError('minimum', path, "'minimum' on a number is supported only as 0");
+    if (s.exclusiveMinimum === 0) return 'positive-number';
+    const k = s.minimum !== undefined ? 'minimum' : 'exclusiveMinimum';
+    throw new UnsupportedSchemaError(k, path, `'${k}' on a number is supported only as 0`);
   }
 
   #ref(ref: unknown, path: string): string {
@@ -223,6 +235,14 @@ class Converter {
     this.#rules.set(name, body);
     return name;
   }
+}
+
+/** An integer bound from `keyword` (a finite number, rounded inwards by `round`), or null when absent. */
+function bound(s: Schema, keyword: string, path: string, round: (x: number) => number): bigint | null {
+  const v = s[keyword];
+  if (v === undefined) return null;
+  if (typeof v !== 'number' || !Number.isFinite(v)) throw new UnsupportedSchemaError(keyword, path, `'${keyword}' must be a finite number`);
+  return BigInt(round(v));
 }
 
 function isObject(v: unknown): v is Schema {

@@ -71,6 +71,15 @@ test('anyOf, oneOf, type lists, $ref to $defs (recursive through an array) and d
   assertValid(schema, samples(schema, 150, 3));
 });
 
+test("bounded strings count alike for JSON Schema (code points) and JavaScript (UTF-16 units, zod's max)", () => {
+  const schema = { type: 'string', minLength: 1, maxLength: 2 };
+  const values = samples(schema, 300, 9) as string[];
+  assertValid(schema, values);
+  for (const v of values) assert.ok(v.length >= 1 && v.length <= 2, `${JSON.stringify(v)} is ${v.length} UTF-16 units`);
+  // Unbounded strings may hold astral characters (the interpreter's pool has one).
+  assert.ok((samples({ type: 'string' }, 300, 9) as string[]).some((v) => /[\u{10000}-\u{10FFFF}]/u.test(v)));
+});
+
 test('json_object: any JSON object', () => {
   const g = new Gbnf(jsonObjectGbnf());
   const next = mulberry32(4);
@@ -98,9 +107,13 @@ test('unsupported keywords and malformed values are refused, naming the keyword'
     [{ type: 'object', properties: { a: { type: 'string' } }, additionalProperties: true }, 'additionalProperties'],
     [{ type: 'object', properties: { a: { not: {} } } }, 'not'],
     [{ type: 'array', prefixItems: [] }, 'prefixItems'],
-    [{ type: 'integer', minimum: 0, maximum: 10_000 }, 'maximum'],
-    [{ type: 'integer', minimum: 5 }, 'minimum'],
+    [{ type: 'integer', minimum: 5, maximum: 4 }, 'maximum'],
+    [{ type: 'integer', exclusiveMinimum: 4, exclusiveMaximum: 5 }, 'maximum'],
+    [{ type: 'integer', minimum: 1e20 }, 'minimum'],
+    [{ type: 'integer', minimum: 'x' }, 'minimum'],
     [{ type: 'number', maximum: 1 }, 'maximum'],
+    [{ type: 'number', minimum: 0.5 }, 'minimum'],
+    [{ type: 'number', exclusiveMinimum: 1 }, 'exclusiveMinimum'],
     [{ type: 'date' }, 'type'],
     [{ $ref: 'http://example.com/s.json' }, '$ref'],
     [{ $ref: '#/$defs/missing' }, '$ref'],
@@ -116,6 +129,25 @@ test('unsupported keywords and malformed values are refused, naming the keyword'
       `${JSON.stringify(schema)} should be refused naming ${keyword}`,
     );
   }
+});
+
+test("zod's JSON Schema (safe-integer bounds, positive numbers, 2020-12 $schema) converts and validates", () => {
+  const schema = {
+    $schema: 'https://json-schema.org/draft/2020-12/schema',
+    type: 'object',
+    properties: {
+      a: { type: 'integer', minimum: -9007199254740991, maximum: 9007199254740991 },
+      b: { type: 'number', exclusiveMinimum: 0 },
+      c: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
+      h: { type: 'integer', minimum: -9007199254740991, maximum: 100 },
+      e: { minItems: 1, type: 'array', items: { type: 'string', maxLength: 3 }, maxItems: 2 },
+    },
+    required: ['a', 'b', 'c', 'h', 'e'],
+    additionalProperties: false,
+  };
+  const { $schema, ...forAjv } = schema; // Ajv's default meta-schema is draft-07
+  void $schema;
+  assertValid(forAjv, samples(schema, 100, 8));
 });
 
 test('annotations are ignored; an empty schema or true means any JSON value', () => {
