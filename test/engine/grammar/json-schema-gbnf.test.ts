@@ -99,6 +99,37 @@ test('property: for random small schemas, every generated string parses and vali
   );
 });
 
+test('property: a JSON value the grammar accepts validates (soundness, from random values and mutated samples)', () => {
+  let numAccepted = 0;
+  fc.assert(
+    fc.property(smallSchema(), fc.array(fc.jsonValue({ maxDepth: 2 }), { maxLength: 6 }), fc.integer({ min: 0, max: 1_000_000 }), (schema, randoms, seed) => {
+      const g = new Gbnf(jsonSchemaToGbnf(schema));
+      // Valid samples with one property or item dropped or swapped for null: near misses.
+      const near = samples(schema, 3, seed).flatMap((v) => [v, nearMiss(v)]);
+      for (const v of [...randoms, ...near]) {
+        const text = JSON.stringify(v);
+        if (text === undefined || text.length > 300 || !g.matches(text)) continue;
+        numAccepted++;
+        assert.ok(ajv.validate(schema, JSON.parse(text)), `the grammar accepts ${text}, which fails ${JSON.stringify(schema)}: ${ajv.errorsText()}`);
+      }
+    }),
+    { numRuns: 150, seed: 43 },
+  );
+  assert.ok(numAccepted > 100, `only ${numAccepted} values were accepted: the property barely ran`);
+});
+
+function nearMiss(v: unknown): unknown {
+  if (Array.isArray(v)) return v.length > 0 ? v.slice(1) : [null];
+  if (typeof v === 'object' && v !== null) {
+    const [k] = Object.keys(v);
+    if (k === undefined) return { extra: 1 };
+    const { [k]: _dropped, ...rest } = v as Record<string, unknown>;
+    void _dropped;
+    return rest;
+  }
+  return typeof v === 'number' ? v + 0.5 : null;
+}
+
 test('unsupported keywords and malformed values are refused, naming the keyword', () => {
   const cases: [unknown, string][] = [
     [{ type: 'string', pattern: 'a+' }, 'pattern'],
