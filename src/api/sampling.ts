@@ -12,6 +12,13 @@ import type { LogitBias, SamplingParams } from '../engine/plan.ts';
 import type { Tokenizer } from '../engine/tokenizer.ts';
 import { jsonObjectGbnf, jsonSchemaToGbnf, UnsupportedSchemaError } from '../engine/grammar/json-schema-gbnf.ts';
 
+/**
+ * Longest grammar a schema may become: the grammar is parsed on the event loop and walked per
+ * token, so a schema of a megabyte must not become one. Real schemas are far below (zod's int()
+ * bounds, shared across fields, are 1.6 KiB once).
+ */
+const MAX_GRAMMAR_CHARS = 64 * 1024;
+
 type Body = { readonly kind: 'chat'; readonly body: ChatCompletionBody } | { readonly kind: 'completion'; readonly body: CompletionBody };
 
 export function samplingParams(p: Body, tokenizer: Tokenizer, seed: number): SamplingParams {
@@ -65,6 +72,9 @@ function grammarOf(format: ChatCompletionBody['response_format'], tokenizer: Tok
     throw new ApiError('invalid_value', 'response_format cannot be combined with ignore_eos: the grammar ends generation with the end-of-sequence token.', { param: 'ignore_eos' });
   }
   const gbnf = format.type === 'json_object' ? jsonObjectGbnf() : schemaGrammarOr400(format.json_schema.schema ?? true, 'response_format.json_schema.schema');
+  if (gbnf.length > MAX_GRAMMAR_CHARS) {
+    throw new ApiError('invalid_value', `The schema's grammar has ${gbnf.length} characters, more than the ${MAX_GRAMMAR_CHARS} this server accepts; simplify the schema.`, { param: 'response_format.json_schema.schema' });
+  }
   if (!check(gbnf)) {
     // The converter's grammars always parse; llama.cpp also refuses left recursion (a schema whose $ref reaches itself without consuming text).
     throw new ApiError('invalid_value', "The schema's grammar was refused by the model's grammar sampler (a $ref that reaches itself without any text in between?).", { param: 'response_format.json_schema.schema' });

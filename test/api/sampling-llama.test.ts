@@ -238,6 +238,7 @@ test('bad sampling values are a 400 naming the field, before the engine', async 
     ['/v1/chat/completions', { response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', pattern: '^a' } } } }, 'response_format.json_schema.schema.pattern'],
     ['/v1/chat/completions', { response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { $defs: { a: { $ref: '#/$defs/a' } }, $ref: '#/$defs/a' } } } }, 'response_format.json_schema.schema'],
     ['/v1/chat/completions', { ignore_eos: true, response_format: { type: 'json_object' } }, 'ignore_eos'],
+    ['/v1/chat/completions', { response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { enum: Array.from({ length: 9000 }, (_, i) => `value ${i}`) } } } }, 'response_format.json_schema.schema'],
   ];
   for (const [path, extra, param] of cases) {
     const body = path === '/v1/completions' ? { prompt: 'x', max_tokens: 2, ...extra } : { messages: [{ role: 'user', content: 'x' }], max_tokens: 2, ...extra };

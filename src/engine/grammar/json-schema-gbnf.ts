@@ -70,6 +70,8 @@ class Converter {
   readonly #rules = new Map<string, string>();
   /** $ref target → its rule name (set before the rule's body is built, so recursion terminates). */
   readonly #refs = new Map<string, string>();
+  /** Rule body → the first rule with it. */
+  readonly #byBody = new Map<string, string>();
 
   constructor(root: unknown) {
     this.#root = root;
@@ -230,8 +232,11 @@ class Converter {
     return name;
   }
 
-  /** Name `body` as a rule (for readability and sharing) and return the name. */
+  /** Name `body` as a rule and return the name; a body already named (zod's same int() bounds on every field) is shared. */
   #rule(name: string, body: string): string {
+    const known = this.#byBody.get(body);
+    if (known !== undefined) return known;
+    this.#byBody.set(body, name);
     this.#rules.set(name, body);
     return name;
   }

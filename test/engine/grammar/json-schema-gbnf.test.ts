@@ -179,6 +179,10 @@ test("zod's JSON Schema (safe-integer bounds, positive numbers, 2020-12 $schema)
   const { $schema, ...forAjv } = schema; // Ajv's default meta-schema is draft-07
   void $schema;
   assertValid(forAjv, samples(schema, 100, 8));
+  // Fields with the same bounds share one rule: 40 of zod's int() cost one range, not 40.
+  const int = { type: 'integer', minimum: -9007199254740991, maximum: 9007199254740991 };
+  const many = jsonSchemaToGbnf({ type: 'object', properties: Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`f${i}`, int])) });
+  assert.equal(many.split('\n').filter((l) => l.includes('[1-9] [0-9]{2}')).length, 1);
 });
 
 test('annotations are ignored; an empty schema or true means any JSON value', () => {
