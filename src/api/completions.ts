@@ -24,6 +24,7 @@ import { ApiError } from './errors.ts';
 import { usage } from './framer.ts';
 import type { FinishedChoice, Framing, SseFrame } from './framer.ts';
 import type { IdSource } from './ids.ts';
+import type { LogprobEntry } from './logprob-format.ts';
 import type { Prepared } from './prepare.ts';
 import { sizeFacts } from './limits.ts';
 import { prepare } from './prepare.ts';
@@ -141,13 +142,15 @@ export class CompletionsHandler {
   async #collect(call: Call, gen: Generation, frame: Framing, reply: FastifyReply): Promise<void> {
     const choices = this.#choices(call);
     const texts = choices.map(() => '');
+    const logprobs = choices.map((): LogprobEntry[] => []);
     const reasons: (string | null)[] = choices.map(() => null);
     let aborted = false;
     for await (const ev of gen) {
       const c = choices[ev.index]!;
       if (ev.type === 'tokens') {
         if (reasons[ev.index] !== null) continue;
-        texts[ev.index] += c.push(ev.tokenIds);
+        texts[ev.index] += c.push(ev.tokenIds, ev.logprobs);
+        logprobs[ev.index]!.push(...c.takeLogprobs());
         if (c.stopped) {
           reasons[ev.index] = 'stop';
           gen.stopChoice(ev.index);
@@ -170,13 +173,15 @@ export class CompletionsHandler {
       reply.raw.destroy();
       return;
     }
-    const done: FinishedChoice[] = texts.map((text, i) => ({ text, finishReason: reasons[i]! }));
+    const wanted = call.prepared.sampling.logprobs !== undefined;
+    const done: FinishedChoice[] = texts.map((text, i) => ({ text, finishReason: reasons[i]!, logprobs: wanted ? logprobs[i]! : null }));
     void reply.code(200).send(frame.whole(done, this.#usage(call, choices)));
   }
 
   async #stream(call: Call, gen: Generation, frame: Framing, reply: FastifyReply): Promise<void> {
     const choices = this.#choices(call);
     const ended = choices.map(() => false);
+    const wantLogprobs = call.prepared.sampling.logprobs !== undefined;
     let aborted = false;
     reply.hijack();
     const sse = new SseWriter(reply.raw);
@@ -192,8 +197,9 @@ export class CompletionsHandler {
         const c = choices[ev.index]!;
         if (ev.type === 'tokens') {
           if (ended[ev.index]) continue;
-          const text = c.push(ev.tokenIds);
-          if (text.length > 0) send(frame.text(ev.index, text));
+          const text = c.push(ev.tokenIds, ev.logprobs);
+          const lp = wantLogprobs ? c.takeLogprobs() : null;
+          if (text.length > 0 || (lp !== null && lp.length > 0)) send(frame.text(ev.index, text, lp));
           if (c.stopped) {
             gen.stopChoice(ev.index);
             end(ev.index, 'stop');

@@ -5,9 +5,14 @@
 // `Framing` is what the generation loop (completions.ts) writes through: the frames a stream sends
 // at each moment and the whole response. `Framer` frames chat and completions; the Responses API
 // has its own (responses-framer.ts) over the same loop.
+//
+// `logprobs` is null unless the request asked for log-probabilities; then each chunk carries the
+// entries of the tokens it covers (logprob-format.ts).
 
 import type { ApiError } from './errors.ts';
 import type { Kind } from './prepare.ts';
+import type { LogprobEntry } from './logprob-format.ts';
+import { chatLogprobs, completionLogprobs, namedLength } from './logprob-format.ts';
 
 export interface Usage {
   readonly prompt_tokens: number;
@@ -18,6 +23,8 @@ export interface Usage {
 export interface FinishedChoice {
   readonly text: string;
   readonly finishReason: string;
+  /** Null unless log-probabilities were asked for. */
+  readonly logprobs: readonly LogprobEntry[] | null;
 }
 
 /** One SSE frame: `event: <event>` when named (the Responses API), then `data: <json>`. */
@@ -32,7 +39,8 @@ export interface Framing {
   readonly endsWithDone: boolean;
   /** Frames before any text. */
   opening(numChoices: number): SseFrame[];
-  text(index: number, text: string): SseFrame[];
+  /** Text a choice gained; `logprobs` its tokens' entries when the request asked for them (surfaces that refuse logprobs ignore them). */
+  text(index: number, text: string, logprobs?: readonly LogprobEntry[] | null): SseFrame[];
   end(index: number, finishReason: string): SseFrame[];
   /** After every choice ended normally. */
   closing(u: Usage): SseFrame[];
@@ -48,6 +56,8 @@ export function usage(numPromptTokens: number, numCompletionTokens: number): Usa
 
 export class Framer implements Framing {
   readonly endsWithDone = true;
+  /** Completions' text_offset: characters named so far, per choice (streamed chunks continue it). */
+  readonly #offsets = new Map<number, number>();
 
   constructor(
     readonly kind: Kind,
@@ -62,8 +72,8 @@ export class Framer implements Framing {
     return Array.from({ length: numChoices }, (_, i) => ({ data: this.chunk(i, { role: 'assistant', content: '' }, null) }));
   }
 
-  text(index: number, text: string): SseFrame[] {
-    return [{ data: this.chunk(index, text, null) }];
+  text(index: number, text: string, logprobs: readonly LogprobEntry[] | null = null): SseFrame[] {
+    return [{ data: this.chunk(index, text, null, logprobs) }];
   }
 
   end(index: number, finishReason: string): SseFrame[] {
@@ -78,14 +88,22 @@ export class Framer implements Framing {
     return [{ data: e.toBody() }];
   }
 
-  chunk(index: number, delta: string | { role?: string; content?: string }, finishReason: string | null): unknown {
+  chunk(index: number, delta: string | { role?: string; content?: string }, finishReason: string | null, logprobs: readonly LogprobEntry[] | null = null): unknown {
     const base = { id: this.id, created: this.created, model: this.model, system_fingerprint: null };
     const u = this.includeUsage ? { usage: null } : {};
     if (this.kind === 'chat') {
       const d = typeof delta === 'string' ? { content: delta } : delta;
-      return { ...base, object: 'chat.completion.chunk', choices: [{ index, delta: d, logprobs: null, finish_reason: finishReason }], ...u };
+      return { ...base, object: 'chat.completion.chunk', choices: [{ index, delta: d, logprobs: this.#logprobs(index, logprobs), finish_reason: finishReason }], ...u };
     }
-    return { ...base, object: 'text_completion', choices: [{ index, text: delta, logprobs: null, finish_reason: finishReason }], ...u };
+    return { ...base, object: 'text_completion', choices: [{ index, text: delta, logprobs: this.#logprobs(index, logprobs), finish_reason: finishReason }], ...u };
+  }
+
+  #logprobs(index: number, entries: readonly LogprobEntry[] | null): unknown {
+    if (entries === null) return null;
+    if (this.kind === 'chat') return chatLogprobs(entries);
+    const offset = this.#offsets.get(index) ?? 0;
+    this.#offsets.set(index, offset + namedLength(entries));
+    return completionLogprobs(entries, offset);
   }
 
   usageChunk(u: Usage): unknown {
@@ -95,8 +113,8 @@ export class Framer implements Framing {
   whole(choices: readonly FinishedChoice[], u: Usage): unknown {
     const base = { id: this.id, created: this.created, model: this.model, system_fingerprint: null, usage: u };
     if (this.kind === 'chat') {
-      return { ...base, object: 'chat.completion', choices: choices.map((c, index) => ({ index, message: { role: 'assistant', content: c.text }, logprobs: null, finish_reason: c.finishReason })) };
+      return { ...base, object: 'chat.completion', choices: choices.map((c, index) => ({ index, message: { role: 'assistant', content: c.text }, logprobs: this.#logprobs(index, c.logprobs), finish_reason: c.finishReason })) };
     }
-    return { ...base, object: 'text_completion', choices: choices.map((c, index) => ({ index, text: c.text, logprobs: null, finish_reason: c.finishReason })) };
+    return { ...base, object: 'text_completion', choices: choices.map((c, index) => ({ index, text: c.text, logprobs: this.#logprobs(index, c.logprobs), finish_reason: c.finishReason })) };
   }
 }

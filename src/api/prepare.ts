@@ -12,6 +12,7 @@ import type { ServerConfig } from './config.ts';
 import { ApiError } from './errors.ts';
 import type { IdSource } from './ids.ts';
 import type { SizeFacts } from './limits.ts';
+import { samplingParams } from './sampling.ts';
 import { checkMessageCount, checkMessagesSize, checkPromptSize, sloFromHeader } from './limits.ts';
 import type { ChatCompletionBody, CompletionBody } from './schemas.ts';
 import { chatCompletionBody, checkSupported, completionBody, messageText, parseBody } from './schemas.ts';
@@ -81,6 +82,8 @@ export async function prepare(p: Parsed, budget: BudgetHeaders, deps: PrepareDep
   const sloHeaderMs = budget.slo === undefined ? null : sloFromHeader(budget.slo, deps.config);
   const ttftBudgetMs = headerMs(budget.ttft, 'x-slo-ttft-ms', deps.config);
   const tpotMs = headerMs(budget.tpot, 'x-slo-tpot-ms', deps.config);
+  // Sampling fields too (a response_format becomes a checked grammar here): a 400 costs no tokenizing.
+  const sampling = samplingParams(p, deps.tokenizer, body.seed ?? deps.ids.seed());
   const requested = body.max_completion_tokens ?? body.max_tokens ?? null;
   const promptTokens = await tokenizePrompt(p, deps, requested);
   const ctx = deps.info.contextTokens;
@@ -105,7 +108,7 @@ export async function prepare(p: Parsed, budget: BudgetHeaders, deps: PrepareDep
     maxTokens,
     n: body.n ?? 1,
     stop: body.stop == null ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop,
-    sampling: { temperature: body.temperature ?? 1, topP: body.top_p ?? 1, seed: body.seed ?? deps.ids.seed() },
+    sampling,
     ignoreEos: body.ignore_eos === true,
     sloMs,
     ttftBudgetMs,

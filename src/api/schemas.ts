@@ -24,6 +24,23 @@ const common = {
   n: z.number().int().min(1).nullish(),
   ignore_eos: z.boolean().nullish(),
   user: z.string().nullish(),
+  // Sampling beyond temperature/top_p/seed (docs/sampling.md); ranges as OpenAI and vLLM accept them.
+  top_k: z.number().int().min(-1).nullish(),
+  min_p: z.number().min(0).max(1).nullish(),
+  presence_penalty: z.number().min(-2).max(2).nullish(),
+  frequency_penalty: z.number().min(-2).max(2).nullish(),
+  repetition_penalty: z.number().gt(0).max(10).nullish(),
+  logit_bias: z.record(z.string().regex(/^\d+$/, 'expected token ids as keys'), z.number().min(-100).max(100)).nullish(),
+  response_format: z
+    .discriminatedUnion('type', [
+      z.object({ type: z.literal('text') }),
+      z.object({ type: z.literal('json_object') }),
+      z.object({
+        type: z.literal('json_schema'),
+        json_schema: z.object({ name: z.string().min(1).max(64), description: z.string().nullish(), schema: z.unknown().optional(), strict: z.boolean().nullish() }),
+      }),
+    ])
+    .nullish(),
 };
 
 const contentPart = z.object({ type: z.literal('text'), text: z.string() });
@@ -33,9 +50,15 @@ const message = z.object({
   name: z.string().optional(),
 });
 
-export const chatCompletionBody = z.object({ ...common, messages: z.array(message).min(1) });
+export const chatCompletionBody = z.object({
+  ...common,
+  messages: z.array(message).min(1),
+  logprobs: z.boolean().nullish(),
+  top_logprobs: z.number().int().min(0).max(20).nullish(),
+});
 export const completionBody = z.object({
   ...common,
+  logprobs: z.number().int().min(0).max(5).nullish(),
   prompt: z.union([z.string(), z.array(z.string()).length(1), z.array(z.number().int().min(0)).min(1)]),
   echo: z.boolean().nullish(),
 });

@@ -50,21 +50,12 @@ const emptyOrTextFormat = (v: unknown): boolean => empty(v) || (typeof v === 'ob
 /** Every value of an object null (`reasoning: {effort: null, summary: null}`), or an empty object. */
 const allNull = (v: unknown): boolean => typeof v === 'object' && v !== null && !Array.isArray(v) && Object.values(v).every((x) => x == null);
 
-/**
- * Sampling controls implemented on the `sampling` branch (native addon and runner). Refused until it
- * is merged; each entry is one line so that merging deletes it.
- */
-const REFUSED_UNTIL_SAMPLING: readonly RefusedField[] = [
-  { field: 'logprobs', endpoints: CHAT_RESP, accepts: is(false), accepted: 'false' },
-  { field: 'logprobs', endpoints: CMPL, accepts: never, accepted: 'null' },
-  { field: 'top_logprobs', endpoints: CHAT_RESP, accepts: is(0), accepted: '0' },
-  { field: 'presence_penalty', endpoints: CHAT_CMPL, accepts: is(0), accepted: '0' },
-  { field: 'frequency_penalty', endpoints: CHAT_CMPL, accepts: is(0), accepted: '0' },
-  { field: 'repetition_penalty', endpoints: CHAT_CMPL, accepts: is(1), accepted: '1' },
-  { field: 'top_k', endpoints: CHAT_CMPL, accepts: is(-1, 0), accepted: '-1 or 0 (off)' },
-  { field: 'min_p', endpoints: CHAT_CMPL, accepts: is(0), accepted: '0' },
-  { field: 'logit_bias', endpoints: CHAT_CMPL, accepts: empty, accepted: '{}' },
-  { field: 'response_format', endpoints: CHAT, accepts: emptyOrTextFormat, accepted: '{"type": "text"}' },
+/** Sampling outputs served on chat completions and completions but not yet framed by the Responses surface. */
+const REFUSED_ON_RESPONSES: readonly RefusedField[] = [
+  // Log-probabilities and structured output are served on chat completions and completions
+  // (docs/sampling.md); the Responses surface does not frame them yet.
+  { field: 'logprobs', endpoints: RESP, accepts: is(false), accepted: 'false' },
+  { field: 'top_logprobs', endpoints: RESP, accepts: is(0), accepted: '0' },
   { field: 'text.format', endpoints: RESP, accepts: emptyOrTextFormat, accepted: '{"type": "text"}' },
 ];
 
@@ -114,7 +105,7 @@ export const REFUSED: readonly RefusedField[] = [
   { field: 'chat_template_kwargs', endpoints: CHAT, accepts: empty, accepted: '{}' },
   { field: 'add_generation_prompt', endpoints: CHAT, accepts: is(true), accepted: 'true' },
   { field: 'continue_final_message', endpoints: CHAT, accepts: is(false), accepted: 'false' },
-  ...REFUSED_UNTIL_SAMPLING,
+  ...REFUSED_ON_RESPONSES,
 ];
 
 /** Fields accepted with any value: they cannot change what this server generates. */
