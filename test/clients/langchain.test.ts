@@ -96,10 +96,16 @@ describe('chat completions only', () => {
 });
 
 // Structured output and logprobs: refused until the sampling branch implements them.
-describe('structured output and logprobs', () => {
-  test('withStructuredOutput (json_schema) and logprobs are refused by name', async () => {
+describe('structured output and logprobs (mock runner; the llama path is in structured-output.test.ts)', () => {
+  test('withStructuredOutput (json_schema) is refused by name on the mock runner; logprobs come back in the response metadata', async () => {
     const schema = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false };
     await assert.rejects(chat({ maxTokens: 5 }).withStructuredOutput(schema, { method: 'jsonSchema', name: 'city' }).invoke('a city'), (e: unknown) => isRefusal(e, 'response_format'));
-    await assert.rejects(chat({ maxTokens: 5, logprobs: true }).invoke('x'), (e: unknown) => isRefusal(e, 'logprobs'));
+    const r = await chat({ maxTokens: 4, logprobs: true, topLogprobs: 2 }).invoke('x');
+    const content = (r.response_metadata['logprobs'] as { content?: { logprob: number; top_logprobs: unknown[] }[] } | undefined)?.content;
+    assert.ok(Array.isArray(content) && content.length > 0, `logprobs: ${JSON.stringify(r.response_metadata)}`);
+    for (const e of content) {
+      assert.ok(e.logprob <= 0);
+      assert.equal(e.top_logprobs.length, 2);
+    }
   });
 });
