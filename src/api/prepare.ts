@@ -42,11 +42,12 @@ export interface Prepared {
   readonly includeUsage: boolean;
 }
 
-export function parse(kind: Kind, raw: unknown, info: BackendInfo, size: SizeFacts): Parsed {
+/** `models`: the names the server answers to (--served-model-name, else the model's own id). */
+export function parse(kind: Kind, raw: unknown, models: readonly string[], size: SizeFacts): Parsed {
   if (kind === 'chat') checkMessageCount(size, raw);
   const parsed: Parsed = kind === 'chat' ? { kind, body: parseBody(chatCompletionBody, raw) } : { kind, body: parseBody(completionBody, raw) };
-  if (parsed.body.model !== info.modelId) {
-    throw new ApiError('model_not_found', `The model '${parsed.body.model}' does not exist on this server; it serves '${info.modelId}'.`, { param: 'model' });
+  if (!models.includes(parsed.body.model)) {
+    throw new ApiError('model_not_found', `The model '${parsed.body.model.slice(0, 256)}' does not exist on this server; it serves ${models.map((m) => `'${m}'`).join(', ')}.`, { param: 'model' });
   }
   checkSupported(parsed.body);
   return parsed;
