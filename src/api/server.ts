@@ -190,7 +190,10 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   });
 
   app.setErrorHandler((err: FastifyError | ApiError, req, reply) => {
-    sendError(req, reply, toApiError(err));
+    const api = toApiError(err);
+    // A bug, not a client's mistake: its stack goes to the log (the client sees internal_error only).
+    if (api.code === 'internal_error') req.log.error({ err }, 'unhandled error in a handler');
+    sendError(req, reply, api);
   });
 
   const methods = new Map<string, string[]>();

@@ -6,7 +6,12 @@ import { test } from 'node:test';
 import { request } from 'undici';
 import type { AdmissionController } from '../../src/admission/controller.ts';
 import { refusal } from '../../src/backend/refusal.ts';
+import { ActiveRequests } from '../../src/api/active-requests.ts';
+import { serverConfig } from '../../src/api/config.ts';
+import { ConnectionGuard } from '../../src/api/connections.ts';
 import { textStream } from '../../src/api/logger.ts';
+import { buildServer } from '../../src/api/server.ts';
+import type { Backend } from '../../src/backend/backend.ts';
 import { startOpsServer, until } from './ops-server.ts';
 
 const SECRET = 'PURPLE-ELEPHANT-4471';
@@ -137,4 +142,27 @@ test('the text format renders the same facts on one line', () => {
   const t = textStream({ write: (l) => void out.push(l) });
   t.write(JSON.stringify({ level: 'warn', time: '2026-01-01T00:00:00.000Z', pid: 1, request_id: 'abc', msg: 'request', route: '/v1/completions', status: 503, code: 'slo_unattainable', note: 'two words' }) + '\n');
   assert.deepEqual(out, ['2026-01-01T00:00:00.000Z WARN  request request_id=abc route=/v1/completions status=503 code=slo_unattainable note="two words"\n']);
+});
+
+test('a bug in a handler: the client gets internal_error, the log gets the stack at error level', async () => {
+  const lines: string[] = [];
+  const broken = { info: { mode: 'engine', modelId: 'x', contextTokens: 1 }, stats: () => { throw new Error('boom in stats'); } } as unknown as Backend;
+  const app = buildServer({ backend: () => broken, config: serverConfig({ host: '127.0.0.1', port: 0 }), lifecycle: { warm: true }, active: new ActiveRequests(), connections: new ConnectionGuard({ maxConnections: 8, maxConnectionsPerAddress: 8 }), logDestination: { write: (l) => void lines.push(l) } });
+  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  try {
+    const r = await request(`${url}/stats`);
+    const e = (await r.body.json()) as { error: { code: string; message: string } };
+    assert.equal(r.statusCode, 500);
+    assert.equal(e.error.code, 'internal_error');
+    assert.ok(!e.error.message.includes('boom'), 'the client sees no internals');
+    await until(() => lines.some((l) => l.includes('"msg":"request"')), 'the request line');
+    const parsed = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    const bug = parsed.find((l) => l.msg === 'unhandled error in a handler')!;
+    assert.equal(bug.level, 'error');
+    assert.match(String((bug.err as { stack: string }).stack), /boom in stats/);
+    const line = parsed.find((l) => l.msg === 'request')!;
+    assert.deepEqual([line.level, line.outcome, line.code, line.request_id], ['error', 'error', 'internal_error', bug.request_id]);
+  } finally {
+    await app.close();
+  }
 });
