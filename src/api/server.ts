@@ -105,7 +105,11 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
       headersTimeout: config.headersTimeoutMs,
       connectionsCheckingInterval: Math.max(10, Math.min(MAX_CHECK_INTERVAL_MS, Math.floor(config.headersTimeoutMs / 4))),
     },
-    clientErrorHandler: handleClientError,
+    // Below the routes there is no request (no id, no route): one warn line with what was answered.
+    clientErrorHandler: function (this: FastifyInstance, err, socket) {
+      const e = handleClientError(err, socket);
+      if (e !== null) this.log.warn({ status: e.status, outcome: e.code === 'request_timeout' ? 'timeout' : 'error', code: e.code, remote: socket.remoteAddress ?? null }, 'client error');
+    },
     frameworkErrors: (err, req, reply: FastifyReply) => {
       track(req, reply);
       sendError(req, reply, new ApiError('bad_request', `The request could not be routed: ${err.message}`));

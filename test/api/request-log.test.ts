@@ -2,6 +2,7 @@
 // over (a stream when it ends), with tenant, route, status, tokens, TTFT, E2E, outcome, error code
 // and refusal reason — and no prompt or output text unless --log-prompts.
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { test } from 'node:test';
 import { request } from 'undici';
 import type { AdmissionController } from '../../src/admission/controller.ts';
@@ -164,5 +165,25 @@ test('a bug in a handler: the client gets internal_error, the log gets the stack
     assert.deepEqual([line.level, line.outcome, line.code, line.request_id], ['error', 'error', 'internal_error', bug.request_id]);
   } finally {
     await app.close();
+  }
+});
+
+test('an error below the routes (bad HTTP framing) logs one warn line with the code it answered', async () => {
+  const s = await startOpsServer();
+  try {
+    const { port } = new URL(s.url);
+    const answer = await new Promise<string>((resolve, reject) => {
+      const sock = connect(Number(port), '127.0.0.1', () => sock.write('GARBAGE / HTTP/9.9\r\n\r\n'));
+      let got = '';
+      sock.on('data', (b: Buffer) => (got += b.toString()));
+      sock.on('close', () => resolve(got));
+      sock.on('error', reject);
+    });
+    assert.match(answer, /^HTTP\/1.1 400/);
+    await until(() => s.lines().some((l) => l.msg === 'client error'), 'the client error line');
+    const line = s.lines().find((l) => l.msg === 'client error')!;
+    assert.deepEqual([line.level, line.status, line.outcome, line.code], ['warn', 400, 'error', 'bad_request']);
+  } finally {
+    await s.close();
   }
 });
