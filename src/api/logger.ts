@@ -5,8 +5,8 @@
 //   text  the same facts for a terminal: `<time> INFO  <msg> key=value …`
 //
 // Invariants:
-// - Lines are written synchronously (pino's default destination, or the given stream's write):
-//   a line logged just before process.exit is not lost.
+// - A line logged just before process.exit is not lost: pino's default destination flushes on
+//   exit, and the text format writes through process.stdout (synchronous for files and pipes).
 // - The text format is a rendering of the JSON line, never a second set of facts.
 
 import type { FastifyServerOptions } from 'fastify';

@@ -40,6 +40,7 @@ test('serve wires keys from a file and the environment, aliases, CORS origins an
     const exit = await p.exited;
     assert.equal(exit.code, 0);
     assert.match(p.output(), /INFO  SIGTERM: draining/);
+    assert.match(p.output(), /INFO  drained; exiting/, 'the line just before process.exit is not lost');
   } finally {
     p.proc.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
