@@ -43,6 +43,8 @@ export interface ServerConfig {
   readonly corsOrigins: readonly string[];
   /** Names the model answers to (first = the canonical one, in metrics); empty = the model file's stem. */
   readonly servedModelNames: readonly string[];
+  /** With API keys, /metrics needs one too (default: open, like /health and /ready). */
+  readonly protectMetrics: boolean;
 }
 
 export const DEFAULT_SERVER_CONFIG: ServerConfig = {
@@ -65,6 +67,7 @@ export const DEFAULT_SERVER_CONFIG: ServerConfig = {
   logPrompts: false,
   corsOrigins: [],
   servedModelNames: [],
+  protectMetrics: false,
 };
 
 /** Longest served model name; a name is any printable text without spaces. */

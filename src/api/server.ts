@@ -81,8 +81,8 @@ export interface ServerDeps {
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 /** Paths answered even on an overflow connection (connections.ts). */
 const PROBES = new Set(['/health', '/ready']);
-/** Paths that need no API key: probes, and the scrape (keep /metrics on a private network). */
-const OPEN_PATHS = new Set([...PROBES, '/metrics']);
+/** Paths polled by machines (orchestrator probes, the Prometheus scrape): logged at debug. */
+const PROBE_LOG_PATHS = new Set([...PROBES, '/metrics']);
 /** node's check of header and request timeouts runs on an interval; a quarter of the shortest bound keeps it timely. */
 const MAX_CHECK_INTERVAL_MS = 1000;
 
@@ -125,7 +125,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     req.facts = newFacts(performance.now());
     void reply.header(REQUEST_ID_HEADER, req.id);
     reply.raw.once('close', () => {
-      const outcome = logRequest(req, reply, { logPrompts: config.logPrompts, probe: OPEN_PATHS.has(req.url.split('?')[0]!) });
+      const outcome = logRequest(req, reply, { logPrompts: config.logPrompts, probe: PROBE_LOG_PATHS.has(req.url.split('?')[0]!) });
       obs()?.metrics?.apiRequest(req.facts.caller.tenant, outcome);
     });
   };
@@ -142,11 +142,13 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     done();
   });
 
-  // API keys, before the body is read: an unknown caller costs no parsing.
+  // API keys, before the body is read: an unknown caller costs no parsing. Probes need none, nor
+  // the scrape unless --protect-metrics (else keep /metrics on a private network).
+  const openPaths = new Set(config.protectMetrics ? PROBES : [...PROBES, '/metrics']);
   const keys = deps.keys ?? null;
   if (keys !== null) {
     app.addHook('preParsing', (req, reply, payload, done) => {
-      if (req.method === 'OPTIONS' || OPEN_PATHS.has(req.url.split('?')[0]!)) {
+      if (req.method === 'OPTIONS' || openPaths.has(req.url.split('?')[0]!)) {
         done(null, payload);
         return;
       }

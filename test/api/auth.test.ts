@@ -58,6 +58,18 @@ test('no key or a wrong one: 401 invalid_api_key with WWW-Authenticate; probes a
   }
 });
 
+test('--protect-metrics: the scrape needs a key too; probes stay open', async () => {
+  const s = await startOpsServer({ keys: KEYS, server: { protectMetrics: true } });
+  try {
+    assert.equal((await request(`${s.url}/metrics`)).statusCode, 401);
+    assert.equal((await request(`${s.url}/metrics`, { headers: { authorization: 'Bearer sk-alpha-000000001' } })).statusCode, 200);
+    assert.equal((await request(`${s.url}/health`)).statusCode, 200);
+    assert.equal((await request(`${s.url}/ready`)).statusCode, 200);
+  } finally {
+    await s.close();
+  }
+});
+
 test('a good key (Bearer or x-api-key) names the tenant flow control, the log line and the metric see', async () => {
   const flow = recordingFlow();
   const s = await startOpsServer({ keys: KEYS, flow });

@@ -70,6 +70,7 @@ interface ServeFlags {
   apiKeyFile?: string;
   corsOrigin: string[];
   servedModelName?: string[];
+  protectMetrics: boolean;
 }
 
 const int = (name: string, v: string): number => {
@@ -142,6 +143,7 @@ export function registerServeCommand(program: Command): void {
     .addOption(new Option('--log-format <format>', 'log lines as JSON objects or as text').choices(LOG_FORMATS).default('json'))
     .option('--log-prompts', 'put prompt and output text in request log lines (never otherwise)', false)
     .option('--api-key-file <file>', "API keys, one 'key tenant [role]' per line (role user|operator); also HEADROOM_API_KEYS. /health, /ready, /metrics stay open")
+    .option('--protect-metrics', 'with API keys, /metrics needs a key too (default: open, like /health and /ready)', false)
     .option('--cors-origin <origin>', 'allow browsers on this origin (scheme://host[:port], or *) to call the API; repeatable', (v: string, prev: string[]) => [...prev, v], [] as string[])
     .option('--served-model-name <names...>', "names the model answers to (requests must use one; /v1/models lists them); default: the model file's stem")
     .option('--no-exit-on-engine-failure', `stay up with /health at 503 when the engine fails, instead of exiting with status ${EXIT_CODES.engineFailure}`)
@@ -181,6 +183,7 @@ async function build(f: ServeFlags): Promise<Headroom> {
     logPrompts: f.logPrompts,
     corsOrigins: f.corsOrigin,
     servedModelNames: f.servedModelName ?? [],
+    protectMetrics: f.protectMetrics,
   });
   const keys = KeyRing.load({ ...(f.apiKeyFile === undefined ? {} : { file: f.apiKeyFile }), ...(process.env.HEADROOM_API_KEYS === undefined ? {} : { env: process.env.HEADROOM_API_KEYS }) });
   if (f.model !== undefined && !existsSync(f.model)) throw new StartupError(`model file not found: ${f.model}`);
