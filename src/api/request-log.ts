@@ -13,7 +13,8 @@
 // - Exactly one line per request that reached a route or the 404 handler (the response's `close`
 //   event fires once, after `finish` or after the socket went away).
 // - Prompt and output text appear only with `--log-prompts`.
-// - Levels: ok and aborted at info; refused, timeout and 4xx errors at warn; 5xx errors at error.
+// - Levels: ok and aborted at info; refused, timeout and 4xx errors at warn; 5xx errors (and an
+//   engine failure reported inside a 200 stream) at error.
 //   Probes and scrapes (/health, /ready, /metrics) at debug whatever their status: an orchestrator
 //   polls them every few seconds, and a 503 from /ready during a drain is the drain working.
 
@@ -22,6 +23,7 @@ import type { RefusalReason } from '../backend/refusal.ts';
 import type { Caller } from '../flow/flow-control.ts';
 import { ANONYMOUS } from './auth.ts';
 import type { ErrorCode } from './errors.ts';
+import { ERROR_CATALOG } from './errors.ts';
 
 export type Outcome = 'ok' | 'refused' | 'error' | 'aborted' | 'timeout';
 export const OUTCOMES: readonly Outcome[] = ['ok', 'refused', 'error', 'aborted', 'timeout'];
@@ -93,7 +95,9 @@ export function logRequest(req: FastifyRequest, reply: FastifyReply, opts: { rea
     ...(logPrompts && f.prompt !== null ? { prompt: f.prompt } : {}),
     ...(logPrompts && f.output !== null ? { output: f.output } : {}),
   };
-  const level = opts.probe ? 'debug' : outcome === 'ok' || outcome === 'aborted' ? 'info' : outcome === 'error' && status !== null && status >= 500 ? 'error' : 'warn';
+  // A server-side failure is `error` even inside a 200 stream (an engine_failure event).
+  const serverSide = (status ?? 0) >= 500 || (f.errorCode !== null && ERROR_CATALOG[f.errorCode].status >= 500);
+  const level = opts.probe ? 'debug' : outcome === 'ok' || outcome === 'aborted' ? 'info' : outcome === 'error' && serverSide ? 'error' : 'warn';
   req.log[level](line, 'request');
   return outcome;
 }

@@ -20,7 +20,8 @@
 //   are bounded in total and per address (connections.ts); /health and /ready stay answerable.
 // - The server listens before the model loads: until then generation answers 503 `loading`.
 // - Every response a route, a hook or the 404 handler sends carries `x-request-id` and is logged
-//   once; only the socket-level errors of http-errors.ts (no request was parsed) carry neither.
+//   once; the socket-level errors of http-errors.ts (no request was parsed) have no id and log a
+//   `client error` line instead.
 
 import Fastify, { LogController } from 'fastify';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';

@@ -7,6 +7,7 @@ import { Headroom } from '../../src/app.ts';
 import type { HeadroomOptions } from '../../src/app.ts';
 import type { MockRunnerOptions } from '../../src/engine/runner/mock/mock-runner.ts';
 import { MockRunner } from '../../src/engine/runner/mock/mock-runner.ts';
+import type { Runner } from '../../src/engine/runner/runner.ts';
 import type { FlowControl } from '../../src/flow/flow-control.ts';
 
 export interface OpsServer {
@@ -27,6 +28,8 @@ export interface OpsServerOptions {
   readonly flow?: FlowControl;
   readonly admission?: HeadroomOptions['admission'];
   readonly mock?: MockRunnerOptions;
+  /** A runner of the test's own (default: a MockRunner with `mock`). */
+  readonly runner?: Runner;
   readonly obs?: HeadroomOptions['obs'];
 }
 
@@ -34,7 +37,7 @@ export async function startOpsServer(opts: OpsServerOptions = {}): Promise<OpsSe
   const raw: string[] = [];
   const keys = opts.keys === undefined ? null : KeyRing.parse(opts.keys.map((text, i) => ({ text, where: `entry ${i + 1}` })));
   const headroom = new Headroom({
-    runner: new MockRunner({ cost: { speed: 0 }, ...opts.mock }),
+    runner: opts.runner ?? new MockRunner({ cost: { speed: 0 }, ...opts.mock }),
     server: serverConfig({ host: '127.0.0.1', port: 0, ...opts.server }),
     scheduler: { scheduler: 'continuous' },
     maxQueuedRequests: 64,

@@ -13,6 +13,8 @@ import { ConnectionGuard } from '../../src/api/connections.ts';
 import { textStream } from '../../src/api/logger.ts';
 import { buildServer } from '../../src/api/server.ts';
 import type { Backend } from '../../src/backend/backend.ts';
+import type { RunnerPlan, StepResult } from '../../src/engine/plan.ts';
+import { MockRunner } from '../../src/engine/runner/mock/mock-runner.ts';
 import { startOpsServer, until } from './ops-server.ts';
 
 const SECRET = 'PURPLE-ELEPHANT-4471';
@@ -183,6 +185,31 @@ test('an error below the routes (bad HTTP framing) logs one warn line with the c
     await until(() => s.lines().some((l) => l.msg === 'client error'), 'the client error line');
     const line = s.lines().find((l) => l.msg === 'client error')!;
     assert.deepEqual([line.level, line.status, line.outcome, line.code], ['warn', 400, 'error', 'bad_request']);
+  } finally {
+    await s.close();
+  }
+});
+
+test('an engine failure inside a 200 stream logs at error with engine_failure', async () => {
+  class FailingRunner extends MockRunner {
+    fail = false;
+    override async execute(plan: RunnerPlan): Promise<StepResult> {
+      if (this.fail && plan.items.length > 0) {
+        this.fail = false;
+        return { ok: false, reason: 'backend_error', message: 'simulated backend failure' };
+      }
+      return super.execute(plan);
+    }
+  }
+  const runner = new FailingRunner({ cost: { speed: 0 } });
+  const s = await startOpsServer({ runner });
+  try {
+    runner.fail = true;
+    const r = await chat(s.url, { max_tokens: 5, stream: true });
+    assert.match(await r.body.text(), /engine_failure/);
+    await until(() => s.requests().length === 1, 'the line');
+    const line = s.requests()[0]!;
+    assert.deepEqual([line.level, line.status, line.outcome, line.code], ['error', 200, 'error', 'engine_failure']);
   } finally {
     await s.close();
   }
