@@ -214,3 +214,16 @@ test('an engine failure inside a 200 stream logs at error with engine_failure', 
     await s.close();
   }
 });
+
+test('a stream the drain deadline cuts logs outcome timeout', async () => {
+  const s = await startOpsServer({ mock: { cost: { speed: 1, decodeSeqMs: 10 } } });
+  const r = await chat(s.url, { max_tokens: 1000, ignore_eos: true, stream: true });
+  const text = r.body.text();
+  await until(() => s.headroom.engine.numUnfinished === 1, 'the stream running');
+  assert.equal(await s.headroom.drain(100), 'deadline');
+  assert.match(await text, /engine_failure/);
+  await until(() => s.requests().length === 1, 'the line');
+  const line = s.requests()[0]!;
+  assert.deepEqual([line.outcome, line.code, line.level], ['timeout', 'engine_failure', 'warn']);
+  assert.ok((line.completion_tokens as number) < 1000);
+});
