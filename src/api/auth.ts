@@ -41,7 +41,11 @@ export class KeyRing {
     this.#entries = entries;
   }
 
-  /** Entries from the key file and the environment variable (either may be absent); null when neither holds a key. */
+  /**
+   * Entries from the key file and the environment variable (either may be absent); null when
+   * neither is given or the variable alone holds no key. A key file without a key is an error: an
+   * operator who meant to close the API must not get an open one.
+   */
   static load(opts: { file?: string; env?: string }): KeyRing | null {
     const lines: { text: string; where: string }[] = [];
     if (opts.file !== undefined) {
@@ -52,6 +56,7 @@ export class KeyRing {
         throw new Error(`--api-key-file: cannot read ${opts.file}: ${(e as Error).message}`, { cause: e });
       }
       text.split(/\r?\n/).forEach((t, i) => lines.push({ text: t, where: `${opts.file}:${i + 1}` }));
+      if (KeyRing.parse(lines).size === 0) throw new Error(`--api-key-file: ${opts.file} holds no key ('key tenant [role]' per line)`);
     }
     if (opts.env !== undefined) opts.env.split(/[;\n]/).forEach((t, i) => lines.push({ text: t, where: `HEADROOM_API_KEYS entry ${i + 1}` }));
     const ring = KeyRing.parse(lines);

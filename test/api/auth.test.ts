@@ -3,6 +3,9 @@
 // bounded metric label; probes and the scrape stay open. Operators may skip admission with
 // x-headroom-bypass-admission; anyone else asking is 403.
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { request } from 'undici';
 import type { AdmissionController } from '../../src/admission/controller.ts';
@@ -155,6 +158,14 @@ test('key entries: comments, roles, the environment variable; malformed entries 
   const ok = env.authenticate({ authorization: 'bearer sk-env-0000000002' });
   assert.deepEqual(ok, { ok: true, caller: { tenant: 't2', role: 'operator' } });
   assert.equal(KeyRing.load({ env: ' ; # nothing' }), null, 'no keys: open');
+  const dir = mkdtempSync(join(tmpdir(), 'headroom-keys-'));
+  try {
+    writeFileSync(join(dir, 'empty.txt'), '# all keys revoked\n\n');
+    assert.throws(() => KeyRing.load({ file: join(dir, 'empty.txt') }), /empty\.txt holds no key/, 'a key file without keys never opens the API');
+    assert.throws(() => KeyRing.load({ file: join(dir, 'missing.txt') }), /--api-key-file: cannot read/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
   const bad = (text: string) => () => KeyRing.parse([{ text, where: 'keys.txt:3' }]);
   assert.throws(bad('sk-only-a-key'), /keys\.txt:3: expected 'key tenant \[role\]'/);
   assert.throws(bad('short t'), /keys\.txt:3: expected a key of 8-512 characters, got 5/);
