@@ -9,6 +9,12 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { request } from 'undici';
 import type { AdmissionController } from '../../src/admission/controller.ts';
+import { BoundModel } from '../../src/admission/bound-model.ts';
+import { ConformalController } from '../../src/admission/conformal-controller.ts';
+import { createOnlineCalibrator } from '../../src/admission/conformal/online-calibrator.ts';
+import { ratioScore } from '../../src/admission/conformal/score.ts';
+import { NUM_FEATURES } from '../../src/admission/features.ts';
+import { toPredictor } from '../../src/admission/predictor/predictor.ts';
 import { KeyRing } from '../../src/api/auth.ts';
 import { refusal } from '../../src/backend/refusal.ts';
 import type { Caller, FlowControl } from '../../src/flow/flow-control.ts';
@@ -146,6 +152,34 @@ test('an operator key with x-headroom-bypass-admission: 1 skips a refusing contr
     assert.equal(r.statusCode, 403, 'without keys nobody is an operator');
   } finally {
     await open.close();
+  }
+});
+
+/** The conformal controller with a constant 2 s bound, calibrated (as in test/admission/controller-http.test.ts). */
+function boundOf2s(): ConformalController {
+  const alpha = 0.05;
+  const initial = Array.from({ length: 200 }, () => ({ yhat: 2000, y: 2000 }));
+  const model = () => new BoundModel({ kind: 'artifact', predictor: toPredictor({ kind: 'constant', quantile: 0.9, value: 2000, numFeatures: NUM_FEATURES }), description: 'constant' }, createOnlineCalibrator({ mode: 'static', score: ratioScore, alpha, initial }));
+  return new ConformalController({ alpha, e2e: model(), ttft: model() });
+}
+
+test('the conformal controller refuses a 1 s budget on a busy engine; the operator bypass is served anyway', async () => {
+  const s = await startOpsServer({ keys: KEYS, admission: boundOf2s(), mock: { cost: { speed: 1, decodeSeqMs: 4 } } });
+  try {
+    const withBudget = (key: string, sloMs: number, maxTokens: number, extra: Record<string, string> = {}) =>
+      request(`${s.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, 'x-slo-ms': String(sloMs), ...extra }, body: JSON.stringify({ model: 'headroom-mock', prompt: 'the queue', max_tokens: maxTokens }) });
+    const busy = withBudget('sk-alpha-000000001', 600_000, 600); // keeps the engine busy: no idle exploration
+    await until(() => s.headroom.engine.numUnfinished > 0, 'the busy request running');
+    const refused = await withBudget('sk-alpha-000000001', 1000, 8);
+    const e = (await refused.body.json()) as { error: { code: string } };
+    assert.equal(refused.statusCode, 503);
+    assert.equal(e.error.code, 'slo_unattainable');
+    const probe = await withBudget('sk-ops-00000000003', 1000, 8, { 'x-headroom-bypass-admission': '1' });
+    await probe.body.json();
+    assert.equal(probe.statusCode, 200, 'the operator probe skipped the decision');
+    await (await busy).body.dump();
+  } finally {
+    await s.close();
   }
 });
 
