@@ -45,19 +45,20 @@ export interface Prepared {
   readonly includeUsage: boolean;
 }
 
-export function parse(kind: Kind, raw: unknown, info: BackendInfo, size: SizeFacts): Parsed {
+/** `models`: the names the server answers to (--served-model-name, else the model's own id). */
+export function parse(kind: Kind, raw: unknown, models: readonly string[], size: SizeFacts): Parsed {
   if (kind === 'chat') checkMessageCount(size, raw);
   refuseUnsupported(kind, raw);
   const parsed: Parsed = kind === 'chat' ? { kind, body: parseBody(chatCompletionBody, raw) } : { kind, body: parseBody(completionBody, raw) };
-  checkModel(parsed.body.model, info);
+  checkModel(parsed.body.model, models);
   checkSupported(parsed.body);
   return parsed;
 }
 
-/** The model a request names must be the one served. */
-export function checkModel(model: string, info: BackendInfo): void {
-  if (model !== info.modelId) {
-    throw new ApiError('model_not_found', `The model '${model}' does not exist on this server; it serves '${info.modelId}'.`, { param: 'model' });
+/** The model a request names must be one the server answers to (`models`: --served-model-name, else the model's own id). */
+export function checkModel(model: string, models: readonly string[]): void {
+  if (!models.includes(model)) {
+    throw new ApiError('model_not_found', `The model '${model.slice(0, 256)}' does not exist on this server; it serves ${models.map((m) => `'${m}'`).join(', ')}.`, { param: 'model' });
   }
 }
 

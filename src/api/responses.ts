@@ -8,7 +8,6 @@
 // references: nothing is stored, so nothing can be referenced). Nothing is stored: the response
 // says `store: false`, and there is no GET /v1/responses/{id}.
 
-import type { BackendInfo } from '../backend/backend.ts';
 import { ApiError } from './errors.ts';
 import type { SizeFacts } from './limits.ts';
 import { checkMessageCount } from './limits.ts';
@@ -25,13 +24,13 @@ const TEXT_PARTS = new Set(['input_text', 'output_text']);
 
 export const responsesSurface: Surface = {
   idPrefix: 'resp',
-  parse(raw: unknown, info: BackendInfo, size: SizeFacts): SurfaceRequest {
+  parse(raw: unknown, models: readonly string[], size: SizeFacts): SurfaceRequest {
     const input = typeof raw === 'object' && raw !== null ? (raw as { input?: unknown }).input : undefined;
     checkMessageCount(size, { messages: input });
     refuseUnsupported('responses', raw);
     refuseNonTextInput(input);
     const body = parseBody(responsesBody, raw);
-    checkModel(body.model, info);
+    checkModel(body.model, models);
     const hasInstructions = body.instructions != null;
     const echo: ResponseEcho = {
       instructions: body.instructions ?? null,

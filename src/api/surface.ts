@@ -4,7 +4,6 @@
 // framed by its own (responses.ts). Flow control, admission, aborts and stop strings are the same
 // code for all of them.
 
-import type { BackendInfo } from '../backend/backend.ts';
 import type { ApiError } from './errors.ts';
 import { Framer } from './framer.ts';
 import type { Framing } from './framer.ts';
@@ -25,14 +24,15 @@ export interface Surface {
   /** Response ids: `<prefix>-<random>`. */
   readonly idPrefix: string;
   /** Validate and convert, or throw the 400 naming the offending field. */
-  parse(raw: unknown, info: BackendInfo, size: SizeFacts): SurfaceRequest;
+  /** `models`: the names the server answers to. */
+  parse(raw: unknown, models: readonly string[], size: SizeFacts): SurfaceRequest;
 }
 
 function openAiSurface(kind: Kind, idPrefix: string): Surface {
   return {
     idPrefix,
-    parse: (raw, info, size) => ({
-      parsed: parse(kind, raw, info, size),
+    parse: (raw, models, size) => ({
+      parsed: parse(kind, raw, models, size),
       renameError: (e) => e,
       framing: (id, createdS, p) => new Framer(kind, id, createdS, p.model, p.includeUsage),
     }),

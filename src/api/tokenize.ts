@@ -23,9 +23,9 @@ export interface TokenizeResult {
   readonly tokens: readonly number[];
 }
 
-export async function tokenize(backend: Backend, raw: unknown): Promise<TokenizeResult> {
+export async function tokenize(backend: Backend, models: readonly string[], raw: unknown): Promise<TokenizeResult> {
   const body = parseBody(tokenizeBody, raw);
-  if (body.model != null) checkModel(body.model, backend.info);
+  if (body.model != null) checkModel(body.model, models);
   if ((body.prompt == null) === (body.messages == null)) {
     throw new ApiError('invalid_value', 'Send exactly one of prompt (a string) or messages (a chat).', { param: body.prompt == null ? 'prompt' : 'messages' });
   }
@@ -43,9 +43,9 @@ async function chatTokens(backend: Backend, messages: readonly { role: string; c
   return encoded.tokens;
 }
 
-export function detokenize(backend: Backend, raw: unknown): { prompt: string } {
+export function detokenize(backend: Backend, models: readonly string[], raw: unknown): { prompt: string } {
   const body = parseBody(detokenizeBody, raw);
-  if (body.model != null) checkModel(body.model, backend.info);
+  if (body.model != null) checkModel(body.model, models);
   const vocab = backend.tokenizer.vocabSize;
   const bad = body.tokens.findIndex((t) => t < 0 || t >= vocab);
   if (bad >= 0) throw new ApiError('invalid_value', `Token id ${body.tokens[bad]} is outside the vocabulary [0, ${vocab}).`, { param: `tokens.${bad}` });

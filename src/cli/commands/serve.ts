@@ -8,7 +8,9 @@
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { Option } from 'commander';
-import { serverConfig } from '../../api/config.ts';
+import { KeyRing } from '../../api/auth.ts';
+import { LOG_FORMATS, LOG_LEVELS, serverConfig } from '../../api/config.ts';
+import type { LogFormat, LogLevel } from '../../api/config.ts';
 import type { Headroom } from '../../app.ts';
 import type { SchedulerName } from '../../engine/scheduler/factory.ts';
 import { createRunner } from '../../engine/runner/factory.ts';
@@ -65,6 +67,13 @@ interface ServeFlags {
   admissionCalibrationTraces?: string;
   admissionAllowMismatch: boolean;
   admissionHeadroom: 'on' | 'off';
+  logLevel: LogLevel;
+  logFormat: LogFormat;
+  logPrompts: boolean;
+  apiKeyFile?: string;
+  corsOrigin: string[];
+  servedModelName?: string[];
+  protectMetrics: boolean;
 }
 
 const int = (name: string, v: string): number => {
@@ -133,18 +142,23 @@ export function registerServeCommand(program: Command): void {
     .option('--admission-allow-mismatch', 'use an artifact fitted on another runner, model or machine (warns)', false)
     .addOption(new Option('--admission-headroom <on|off>', 'admit what the bound refuses while the engine visibly has room (nothing queued, a small batch), checked against its own miss rate').choices(['on', 'off']).default('on'))
     .option('--trace-out <file>', 'append one admission-trace JSON line per request (features as admission saw them, then the outcome)')
+    .addOption(new Option('--log-level <level>', 'least severe log line written (request lines are info)').choices(LOG_LEVELS).default('info'))
+    .addOption(new Option('--log-format <format>', 'log lines as JSON objects or as text').choices(LOG_FORMATS).default('json'))
+    .option('--log-prompts', 'put prompt and output text in request log lines (never otherwise)', false)
+    .option('--api-key-file <file>', "API keys, one 'key tenant [role]' per line (role user|operator); also HEADROOM_API_KEYS. /health, /ready, /metrics stay open")
+    .option('--protect-metrics', 'with API keys, /metrics needs a key too (default: open, like /health and /ready)', false)
+    .option('--cors-origin <origin>', 'allow browsers on this origin (scheme://host[:port], or *) to call the API; repeatable', (v: string, prev: string[]) => [...prev, v], [] as string[])
+    .option('--served-model-name <names...>', "names the model answers to (requests must use one; /v1/models lists them); default: the model file's stem")
     .option('--no-exit-on-engine-failure', `stay up with /health at 503 when the engine fails, instead of exiting with status ${EXIT_CODES.engineFailure}`)
     .action(async (f: ServeFlags, cmd: Command) => {
       const where = { host: f.host, port: Number(f.port) };
       let headroom: Headroom;
       try {
         headroom = await build(f, effectiveConfig(cmd));
-        const address = await headroom.listen();
-        console.log(`headroom: listening at ${address}; loading the model`);
+        // Listening and ready lines come from the server's logger.
+        await headroom.listen();
         onSignals(headroom);
         await headroom.load();
-        const info = headroom.engine.runner.info;
-        console.log(`headroom: serving ${info.modelId} with the ${info.name} runner and the ${f.scheduler} scheduler on ${address}`);
       } catch (err) {
         const line = startupErrorLine(err, where);
         console.error(`headroom: error: ${line}${originNote(cmd, line)}`);
@@ -169,7 +183,14 @@ async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> 
     keepAliveTimeoutMs: int('keep-alive-timeout-ms', f.keepAliveTimeoutMs),
     maxConnections: int('max-connections', f.maxConnections),
     maxConnectionsPerAddress: int('max-connections-per-address', f.maxConnectionsPerAddress),
+    logLevel: f.logLevel,
+    logFormat: f.logFormat,
+    logPrompts: f.logPrompts,
+    corsOrigins: f.corsOrigin,
+    servedModelNames: f.servedModelName ?? [],
+    protectMetrics: f.protectMetrics,
   });
+  const keys = KeyRing.load({ ...(f.apiKeyFile === undefined ? {} : { file: f.apiKeyFile }), ...(process.env.HEADROOM_API_KEYS === undefined ? {} : { env: process.env.HEADROOM_API_KEYS }) });
   if (f.model !== undefined && !existsSync(f.model)) throw new StartupError(`model file not found: ${f.model}`);
   const runnerConfig = {
     runner: f.runner,
@@ -212,6 +233,7 @@ async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> 
     obs: { metrics: f.metrics, ...(f.otelEndpoint === undefined ? {} : { otelEndpoint: f.otelEndpoint }) },
     ...(f.traceOut === undefined ? {} : { traceOut: f.traceOut }),
     admission,
+    keys,
     statsExtra: () => ({ config }),
     onEngineFailure: (error) => {
       // Every held request has already failed and the last step records are in the log.
@@ -245,19 +267,20 @@ async function admissionConfig(f: ServeFlags): Promise<AdmissionConfig> {
 /** First signal: drain (or exit, if the model is still loading). Second: exit at once. */
 function onSignals(headroom: Headroom): void {
   let draining = false;
+  const log = headroom.app.log;
   const onSignal = (sig: string): void => {
     if (draining) {
-      console.log(`headroom: ${sig} again during the drain: exiting now`);
+      log.warn(`${sig} again during the drain: exiting now`);
       process.exit(EXIT_CODES.forced);
     }
     draining = true;
     if (!headroom.loaded) {
-      console.log(`headroom: ${sig} while loading the model: exiting`);
+      log.info(`${sig} while loading the model: exiting`);
       process.exit(EXIT_CODES.drained);
     }
-    console.log(`headroom: ${sig}: draining (no new requests; in-flight ones finish); a second signal exits at once`);
+    log.info(`${sig}: draining (no new requests; in-flight ones finish); a second signal exits at once`);
     void headroom.drain().then((outcome) => {
-      console.log(`headroom: ${outcome === 'drained' ? 'drained' : 'drain deadline passed; running requests were ended with an error'}; exiting`);
+      log.info(`${outcome === 'drained' ? 'drained' : 'drain deadline passed; running requests were ended with an error'}; exiting`);
       process.exit(outcome === 'drained' ? EXIT_CODES.drained : EXIT_CODES.drainDeadline);
     });
   };
