@@ -2,6 +2,7 @@
 // the tiny llama model (random weights: only the grammar makes its output valid):
 //   - the AI SDK's generateObject with @ai-sdk/openai's chat provider (response_format json_schema)
 //   - LangChain's ChatOpenAI.withStructuredOutput, method jsonSchema
+//   - the openai package's chat.completions.parse with zodResponseFormat (response_format json_schema)
 //   - the openai package's logprobs on chat and completions
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -9,6 +10,7 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { ChatOpenAI } from '@langchain/openai';
 import { generateObject } from 'ai';
 import OpenAI from 'openai';
+import { zodResponseFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
 import { startTestServer } from '../helpers/headroom.ts';
 import type { TestServer } from '../helpers/headroom.ts';
@@ -53,6 +55,14 @@ test('AI SDK generateObject returns a schema-valid object', async () => {
   });
   assert.equal(finishReason, 'stop');
   assert.deepEqual(Reading.parse(object), object);
+});
+
+test('openai package chat.completions.parse (zodResponseFormat) returns a parsed, schema-valid object', async () => {
+  const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+  const r = await client.chat.completions.parse({ model, messages: [{ role: 'user', content: 'Report a reading.' }], response_format: zodResponseFormat(Reading, 'reading'), max_tokens: 300, temperature: 0.7, seed: 5 });
+  const parsed = r.choices[0]!.message.parsed;
+  assert.ok(parsed !== null && parsed !== undefined, `no parsed object: ${r.choices[0]!.message.content ?? ''}`);
+  assert.deepEqual(Reading.parse(parsed), parsed);
 });
 
 test('LangChain withStructuredOutput (jsonSchema) returns a schema-valid object', async () => {
