@@ -6,11 +6,17 @@
 //    node), linking the prebuilt libllama/libggml of @node-llama-cpp/linux-x64.
 // Set HEADROOM_SKIP_NATIVE=1 to skip (the mock runner still works; the llama runner then fails
 // with a message saying the addon is not built).
+//
+// The build is skipped when nothing it depends on changed: native/build/headroom-stamp.json holds a
+// hash of native/src/**, binding.gyp, the llama.cpp commit, the prebuilt libraries' folder (it is
+// the addon's rpath), node-addon-api's version and the Node ABI; any difference rebuilds.
+// HEADROOM_REBUILD_NATIVE=1 rebuilds regardless.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { nativeStamp, readStampHash } from './native-stamp.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(join(root, 'package.json'));
@@ -42,9 +48,13 @@ function packageDir(name) {
   throw new Error(`package ${name} is not installed (run npm install)`);
 }
 
-const bundle = join(packageDir('node-llama-cpp'), 'llama', 'gitRelease.bundle');
-if (!existsSync(bundle)) throw new Error(`llama.cpp source bundle not found at ${bundle}`);
-const wantCommit = run('git', ['bundle', 'list-heads', bundle]).trim().split(/\s+/)[0];
+function optionalPackageDir(name) {
+  try {
+    return packageDir(name);
+  } catch {
+    return null;
+  }
+}
 
 let haveCommit = '';
 if (existsSync(join(vendorDir, '.git'))) {
@@ -54,7 +64,19 @@ if (existsSync(join(vendorDir, '.git'))) {
     haveCommit = '';
   }
 }
-if (haveCommit !== wantCommit || !existsSync(join(vendorDir, 'include', 'llama.h'))) {
+const haveHeaders = existsSync(join(vendorDir, 'include', 'llama.h'));
+
+// node-llama-cpp is a dev dependency: it only carries the llama.cpp source bundle (the headers).
+const llamaCppDir = optionalPackageDir('node-llama-cpp');
+if (llamaCppDir === null && !haveHeaders) {
+  log('node-llama-cpp (the llama.cpp source bundle, a dev dependency) is not installed and native/vendor has no headers: skipping the addon build (npm install without --omit=dev builds it)');
+  process.exit(0);
+}
+const bundle = llamaCppDir === null ? null : join(llamaCppDir, 'llama', 'gitRelease.bundle');
+if (bundle !== null && !existsSync(bundle)) throw new Error(`llama.cpp source bundle not found at ${bundle}`);
+const wantCommit = bundle === null ? haveCommit : run('git', ['bundle', 'list-heads', bundle]).trim().split(/\s+/)[0];
+
+if (bundle !== null && (haveCommit !== wantCommit || !haveHeaders)) {
   log(`cloning llama.cpp ${wantCommit?.slice(0, 12)} from ${bundle}`);
   rmSync(vendorDir, { recursive: true, force: true });
   mkdirSync(dirname(vendorDir), { recursive: true });
@@ -68,12 +90,32 @@ if (haveCommit !== wantCommit || !existsSync(join(vendorDir, 'include', 'llama.h
 const nodeDir = resolve(dirname(process.execPath), '..');
 const nodedirArgs = existsSync(join(nodeDir, 'include', 'node', 'node_api.h')) ? [`--nodedir=${nodeDir}`] : [];
 const gyp = require.resolve('node-gyp/bin/node-gyp.js');
-log(`node-gyp rebuild ${nodedirArgs.join(' ')} -j2`);
 const binsDir = join(packageDir('@node-llama-cpp/linux-x64'), 'bins', 'linux-x64');
 if (!existsSync(join(binsDir, 'libllama.v0.4.0.so'))) throw new Error(`libllama not found in ${binsDir}`);
+
+const addonPath = join(nativeDir, 'build', 'Release', 'headroom_llama.node');
+const stampPath = join(nativeDir, 'build', 'headroom-stamp.json');
+const stamp = nativeStamp(nativeDir, {
+  llamaCommit: wantCommit,
+  libDir: binsDir,
+  nodeAbi: process.versions.modules,
+  nodeAddonApi: packageVersion('node-addon-api'),
+  platform: `${process.platform}-${process.arch}`,
+});
+if (process.env.HEADROOM_REBUILD_NATIVE !== '1' && existsSync(addonPath) && readStampHash(stampPath) === stamp.hash) {
+  log(`addon up to date (${stamp.hash.slice(0, 12)}: sources, binding.gyp, llama.cpp ${wantCommit?.slice(0, 12)}, Node ABI ${process.versions.modules}); HEADROOM_REBUILD_NATIVE=1 rebuilds`);
+  process.exit(0);
+}
+rmSync(stampPath, { force: true });
+log(`node-gyp rebuild ${nodedirArgs.join(' ')} -j2`);
 execFileSync(process.execPath, [gyp, 'rebuild', ...nodedirArgs, '-j2'], {
   cwd: nativeDir,
   stdio: 'inherit',
   env: { ...process.env, HEADROOM_LLAMA_BINS: binsDir },
 });
+writeFileSync(stampPath, `${JSON.stringify(stamp, null, 2)}\n`);
 log('built native/build/Release/headroom_llama.node');
+
+function packageVersion(name) {
+  return JSON.parse(readFileSync(join(packageDir(name), 'package.json'), 'utf8')).version;
+}

@@ -5,12 +5,15 @@
 // and turn /ready green. A drain refuses new work and lets in-flight requests finish until the
 // drain deadline; past it each remaining request is cut (a stream gets a final SSE error event
 // and [DONE]) and the server closes anyway. /health answers until the server closes. An engine
-// failure turns /health red and is reported to `onEngineFailure` (serve exits).
+// failure turns /health red and is reported to `onEngineFailure` (serve exits). Listening, ready
+// and drain lines go through the server's logger, like the request lines.
 
 import type { FastifyInstance } from 'fastify';
 import { ActiveRequests } from './api/active-requests.ts';
 import type { ServerConfig } from './api/config.ts';
 import { ConnectionGuard } from './api/connections.ts';
+import type { KeyRing } from './api/auth.ts';
+import type { LogDestination } from './api/logger.ts';
 import type { Lifecycle } from './api/server.ts';
 import { buildServer } from './api/server.ts';
 import type { AdmissionController } from './admission/controller.ts';
@@ -26,6 +29,7 @@ import { asSeqId } from './engine/plan.ts';
 import type { Runner } from './engine/runner/runner.ts';
 import type { SchedulerConfig } from './engine/scheduler/factory.ts';
 import { createScheduler } from './engine/scheduler/factory.ts';
+import type { FlowControl } from './flow/flow-control.ts';
 import type { ObservabilityOptions } from './obs/observability.ts';
 import { Observability } from './obs/observability.ts';
 import { bug } from './util/bug.ts';
@@ -49,6 +53,12 @@ export interface HeadroomOptions {
   readonly traceOut?: string;
   /** Admission control (default off here; `headroom serve` turns the conformal controller on), or a controller built by the caller. */
   readonly admission?: AdmissionConfig | AdmissionController;
+  /** API keys (`--api-key-file`, HEADROOM_API_KEYS); absent or null = open API, tenant `default`. */
+  readonly keys?: KeyRing | null;
+  /** Flow control (default: none). */
+  readonly flow?: FlowControl;
+  /** Where log lines go (default stdout; level and format come from `server`). */
+  readonly logDestination?: LogDestination;
 }
 
 export type DrainOutcome = 'drained' | 'deadline';
@@ -68,6 +78,7 @@ export class Headroom {
   #engine: Engine | null = null;
   #backend: EngineBackend | null = null;
   #obs: Observability | null = null;
+  #address = '';
 
   constructor(opts: HeadroomOptions) {
     this.#opts = opts;
@@ -90,6 +101,9 @@ export class Headroom {
       metrics: opts.obs?.metrics !== false,
       admission,
       ...(this.trace === null ? {} : { trace: this.trace }),
+      ...(opts.keys == null ? {} : { keys: opts.keys }),
+      ...(opts.flow === undefined ? {} : { flow: opts.flow }),
+      ...(opts.logDestination === undefined ? {} : { logDestination: opts.logDestination }),
       statsExtra: () => ({ admission: admission.state(), ...statsExtra?.() }),
     });
   }
@@ -118,8 +132,10 @@ export class Headroom {
   }
 
   /** Bind the port (fails at once if it is taken); the model is not needed for this. */
-  listen(): Promise<string> {
-    return this.app.listen({ host: this.#opts.server.host, port: this.#opts.server.port });
+  async listen(): Promise<string> {
+    const address = await this.app.listen({ host: this.#opts.server.host, port: this.#opts.server.port, listenTextResolver: (a) => `listening at ${a}; loading the model` });
+    this.#address = address;
+    return address;
   }
 
   /** Load the model (if given as a loader), start the engine, warm up, turn /ready green. */
@@ -131,6 +147,10 @@ export class Headroom {
     this.engine.start();
     await this.#warmUp();
     this.lifecycle.warm = true;
+    const info = this.engine.runner.info;
+    const names = this.#opts.server.servedModelNames;
+    const as = names.length > 0 ? ` as ${names.join(', ')}` : '';
+    this.app.log.info(`serving ${info.modelId}${as} with the ${info.name} runner and the ${this.#opts.scheduler.scheduler} scheduler on ${this.#address}; ready`);
   }
 
   /**
@@ -145,9 +165,11 @@ export class Headroom {
     }
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<'deadline'>((r) => (timer = setTimeout(() => r('deadline'), deadlineMs)));
+    this.app.log.info(`draining: no new requests; in-flight ones have ${deadlineMs} ms to finish`);
     const outcome = await Promise.race([engine.drain().then(() => 'drained' as const), deadline]);
     clearTimeout(timer);
     if (outcome === 'deadline') {
+      this.app.log.warn(`drain deadline passed: ${this.active.size} running requests are cut`);
       this.active.cutAll('The server is shutting down: its drain deadline passed before this request finished.');
       await Promise.race([engine.whenIdle(), sleep(CUT_FLUSH_MS)]);
       await sleep(50); // the cut streams' last frames are written on the next ticks
@@ -175,7 +197,13 @@ export class Headroom {
     this.#engine = new Engine(runner, scheduler, { maxQueuedRequests: opts.maxQueuedRequests, clock: this.#clock });
     if (opts.onEngineFailure !== undefined) this.#engine.onFatal(opts.onEngineFailure);
     this.#backend = new EngineBackend(this.#engine, this.#clock);
-    this.#obs = new Observability(this.#engine, { sloMs: opts.server.sloMs, ...opts.obs });
+    const modelName = opts.server.servedModelNames[0];
+    this.#obs = new Observability(this.#engine, {
+      sloMs: opts.server.sloMs,
+      ...(modelName === undefined ? {} : { modelName }),
+      ...(opts.keys == null ? {} : { tenants: opts.keys.tenants() }),
+      ...opts.obs,
+    });
   }
 
   /**

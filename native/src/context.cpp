@@ -1,5 +1,6 @@
 #include "context.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -55,6 +56,7 @@ Napi::Function HeadroomLlama::Init(Napi::Env env) {
                      {
                          InstanceMethod<&HeadroomLlama::Decode>("decode"),
                          InstanceMethod<&HeadroomLlama::SetSampler>("setSampler"),
+                         InstanceMethod<&HeadroomLlama::CheckGrammar>("checkGrammar"),
                          InstanceMethod<&HeadroomLlama::SeqCopy>("seqCopy"),
                          InstanceMethod<&HeadroomLlama::SeqRemove>("seqRemove"),
                          InstanceMethod<&HeadroomLlama::SeqPosMax>("seqPosMax"),
@@ -140,6 +142,7 @@ HeadroomLlama::HeadroomLlama(const Napi::CallbackInfo& info) : Napi::ObjectWrap<
   batch_ = llama_batch_init(static_cast<int32_t>(nBatch_), 0, 1);
   batchAllocated_ = true;
   samplers_.assign(nSeqMax_, nullptr);
+  logprobsK_.assign(nSeqMax_, -1);
 }
 
 HeadroomLlama::~HeadroomLlama() { freeAll(); }
@@ -208,26 +211,150 @@ Napi::Value HeadroomLlama::Decode(const Napi::CallbackInfo& info) {
   return p;
 }
 
-// setSampler(seq, temperature, topP, seed): a fresh sampler chain for this sequence.
+namespace {
+
+double numOpt(const Napi::Object& o, const char* key, double dflt) {
+  Napi::Value v = o.Get(key);
+  if (v.IsUndefined() || v.IsNull()) return dflt;
+  if (!v.IsNumber()) throw Napi::TypeError::New(o.Env(), std::string("sampler option ") + key + ": expected a number");
+  return v.As<Napi::Number>().DoubleValue();
+}
+
+std::vector<int32_t> int32sOpt(const Napi::Object& o, const char* key) {
+  Napi::Value v = o.Get(key);
+  if (v.IsUndefined() || v.IsNull()) return {};
+  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
+    throw Napi::TypeError::New(o.Env(), std::string("sampler option ") + key + ": expected an Int32Array");
+  const Napi::Int32Array a = v.As<Napi::Int32Array>();
+  return std::vector<int32_t>(a.Data(), a.Data() + a.ElementLength());
+}
+
+// The sampler `s` with `tokens` accepted (its history), or nullptr when it refuses one (a grammar
+// that does not match earlier output: a bug upstream, reported as a failed setSampler).
+llama_sampler* withHistory(llama_sampler* s, const int32_t* tokens, size_t n) {
+  try {
+    for (size_t i = 0; i < n; i++) llama_sampler_accept(s, tokens[i]);
+  } catch (const std::exception&) {
+    llama_sampler_free(s);
+    return nullptr;
+  }
+  return s;
+}
+
+}  // namespace
+
+// setSampler(seq, config) -> boolean: a fresh sampler chain for this sequence. config holds
+// temperature, topP, topK, minP, seed, repetitionPenalty, frequencyPenalty, presencePenalty,
+// logitBiasIds (Int32Array) + logitBiasValues (Float32Array), grammar (GBNF, '' = none), logprobs
+// (-1 = off, else alternatives per token), history (Int32Array: the tokens before the first one
+// this chain samples) and numPromptTokens (how many of them are prompt). The chain, in order:
+//
+//   logit bias → repetition penalty (prompt + output) → frequency/presence penalties (output only)
+//   → grammar → greedy | top-k → top-p → min-p → temperature → seeded draw
+//
+// false: the grammar did not parse or did not accept the history (the API checks grammars first,
+// so this is a bug); the sequence keeps a greedy chain.
 Napi::Value HeadroomLlama::SetSampler(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   checkUsable(env, "setSampler");
+  if (info.Length() < 2 || !info[1].IsObject()) throw Napi::TypeError::New(env, "setSampler: expected (seq, config)");
   const int32_t seq = info[0].As<Napi::Number>().Int32Value();
   checkSeq(env, seq);
-  const double temperature = info[1].As<Napi::Number>().DoubleValue();
-  const double topP = info[2].As<Napi::Number>().DoubleValue();
-  const uint32_t seed = info[3].As<Napi::Number>().Uint32Value();
+  const Napi::Object o = info[1].As<Napi::Object>();
+  const double temperature = numOpt(o, "temperature", 0);
+  const double topP = numOpt(o, "topP", 1);
+  const int32_t topK = static_cast<int32_t>(numOpt(o, "topK", 0));
+  const double minP = numOpt(o, "minP", 0);
+  const uint32_t seed = static_cast<uint32_t>(numOpt(o, "seed", 0));
+  const double repetition = numOpt(o, "repetitionPenalty", 1);
+  const double frequency = numOpt(o, "frequencyPenalty", 0);
+  const double presence = numOpt(o, "presencePenalty", 0);
+  const int32_t logprobs = static_cast<int32_t>(numOpt(o, "logprobs", -1));
+  const std::vector<int32_t> history = int32sOpt(o, "history");
+  const size_t numPrompt = std::min(history.size(), static_cast<size_t>(std::max(0.0, numOpt(o, "numPromptTokens", 0))));
+  const std::vector<int32_t> biasIds = int32sOpt(o, "logitBiasIds");
+  std::vector<float> biasValues;
+  const Napi::Value bv = o.Get("logitBiasValues");
+  if (bv.IsTypedArray() && bv.As<Napi::TypedArray>().TypedArrayType() == napi_float32_array) {
+    const Napi::Float32Array a = bv.As<Napi::Float32Array>();
+    biasValues.assign(a.Data(), a.Data() + a.ElementLength());
+  }
+  if (biasValues.size() != biasIds.size()) throw Napi::RangeError::New(env, "setSampler: logitBiasIds and logitBiasValues differ in length");
+  const Napi::Value gv = o.Get("grammar");
+  const std::string grammar = gv.IsString() ? gv.As<Napi::String>().Utf8Value() : "";
+  if (logprobs < -1 || logprobs > 20) throw Napi::RangeError::New(env, "setSampler: logprobs must be in -1..20");
+
+  const int32_t nVocab = llama_vocab_n_tokens(vocab_);
+  for (int32_t t : biasIds)
+    if (t < 0 || t >= nVocab) throw Napi::RangeError::New(env, "setSampler: logit bias token " + std::to_string(t) + " out of range");
+  for (int32_t t : history)
+    if (t < 0 || t >= nVocab) throw Napi::RangeError::New(env, "setSampler: history token " + std::to_string(t) + " out of range");
+
   llama_sampler*& s = samplers_[static_cast<size_t>(seq)];
   if (s != nullptr) llama_sampler_free(s);
   s = llama_sampler_chain_init(llama_sampler_chain_default_params());
-  if (temperature <= 0) {
+  logprobsK_[static_cast<size_t>(seq)] = logprobs;
+  const int32_t* output = history.data() + numPrompt;
+  const size_t numOutput = history.size() - numPrompt;
+  bool ok = true;
+  if (!biasIds.empty()) {
+    std::vector<llama_logit_bias> bias(biasIds.size());
+    for (size_t i = 0; i < bias.size(); i++) bias[i] = {biasIds[i], biasValues[i]};
+    llama_sampler_chain_add(s, llama_sampler_init_logit_bias(nVocab, static_cast<int32_t>(bias.size()), bias.data()));
+  }
+  const int32_t lastN = static_cast<int32_t>(llama_n_ctx(ctx_));
+  if (repetition != 1.0) {
+    llama_sampler* p = llama_sampler_init_penalties(nVocab, lastN, static_cast<float>(repetition), 0.0f, 0.0f);
+    p = withHistory(p, history.data(), history.size());
+    if (p == nullptr) ok = false;
+    else llama_sampler_chain_add(s, p);
+  }
+  if (frequency != 0.0 || presence != 0.0) {
+    llama_sampler* p = llama_sampler_init_penalties(nVocab, lastN, 1.0f, static_cast<float>(frequency), static_cast<float>(presence));
+    p = withHistory(p, output, numOutput);
+    if (p == nullptr) ok = false;
+    else llama_sampler_chain_add(s, p);
+  }
+  if (ok && !grammar.empty()) {
+    llama_sampler* g = llama_sampler_init_grammar(vocab_, grammar.c_str(), "root");
+    if (g != nullptr) g = withHistory(g, output, numOutput);
+    if (g == nullptr) ok = false;
+    else llama_sampler_chain_add(s, g);
+  }
+  if (!ok) {
+    llama_sampler_free(s);
+    s = llama_sampler_chain_init(llama_sampler_chain_default_params());
+  }
+  if (temperature <= 0 || !ok) {
     llama_sampler_chain_add(s, llama_sampler_init_greedy());
   } else {
+    if (topK > 0) llama_sampler_chain_add(s, llama_sampler_init_top_k(topK));
     if (topP < 1.0) llama_sampler_chain_add(s, llama_sampler_init_top_p(static_cast<float>(topP), 1));
+    if (minP > 0.0) llama_sampler_chain_add(s, llama_sampler_init_min_p(static_cast<float>(minP), 1));
     llama_sampler_chain_add(s, llama_sampler_init_temp(static_cast<float>(temperature)));
     llama_sampler_chain_add(s, llama_sampler_init_dist(seed));
   }
-  return env.Undefined();
+  return Napi::Boolean::New(env, ok);
+}
+
+// checkGrammar(gbnf) -> boolean: llama.cpp parses the grammar (root rule "root") against this
+// vocabulary. On the calling thread; reads only the vocabulary, so it may run during a decode.
+Napi::Value HeadroomLlama::CheckGrammar(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (vocab_ == nullptr) throw Napi::Error::New(env, "checkGrammar: the context is closed");
+  const std::string grammar = info[0].As<Napi::String>().Utf8Value();
+  llama_sampler* g = nullptr;
+  std::string parseLog;  // a refused grammar is the caller's 400, not a line on the server's stderr
+  gCapture = &parseLog;
+  try {
+    g = llama_sampler_init_grammar(vocab_, grammar.c_str(), "root");
+  } catch (const std::exception&) {
+    g = nullptr;
+  }
+  gCapture = nullptr;
+  if (g == nullptr) return Napi::Boolean::New(env, false);
+  llama_sampler_free(g);
+  return Napi::Boolean::New(env, true);
 }
 
 Napi::Value HeadroomLlama::SeqCopy(const Napi::CallbackInfo& info) {

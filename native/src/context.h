@@ -4,7 +4,12 @@
 // - At most one decode is in flight (`busy_`); while it runs, every method that touches the
 //   context or the samplers throws (the JS runner serialises steps, so a throw here is a bug).
 // - Sampling is native and per sequence: `samplers_[seq]` is a llama_sampler chain created by
-//   setSampler (greedy when temperature == 0) and reset only by another setSampler.
+//   setSampler (greedy when temperature == 0) and reset only by another setSampler. The chain's
+//   order is fixed (see SetSampler); the history a fresh chain needs (prompt tokens for the
+//   repetition penalty, earlier output tokens for the grammar and the other penalties) is accepted
+//   into the individual samplers before they join the chain, so the grammar never sees the prompt.
+// - `logprobsK_[seq]` is -1 (no log-probabilities) or the number of alternatives (0..20) the
+//   decode worker reports for every token sampled on that sequence, computed from the raw logits.
 // - llama_decode's refusals (1 = no KV slot, 2 = aborted, -1 = invalid batch, < -1 = fatal) come
 //   back as a status code in the resolved value; the promise rejects only on a bug.
 // - Tokenization may run on pool threads while a decode is in flight (it reads only the
@@ -30,6 +35,8 @@ class HeadroomLlama : public Napi::ObjectWrap<HeadroomLlama> {
   llama_context* ctx() const { return ctx_; }
   llama_batch& batch() { return batch_; }
   llama_sampler* samplerFor(int32_t seq);
+  int32_t logprobsFor(int32_t seq) const { return logprobsK_[static_cast<size_t>(seq)]; }
+  const llama_vocab* vocab() const { return vocab_; }
   void setBusy(bool busy) { busy_ = busy; }
   // Used by TokenizeWorker.
   void endTokenize() { numTokenizing_--; }
@@ -37,6 +44,7 @@ class HeadroomLlama : public Napi::ObjectWrap<HeadroomLlama> {
  private:
   Napi::Value Decode(const Napi::CallbackInfo& info);
   Napi::Value SetSampler(const Napi::CallbackInfo& info);
+  Napi::Value CheckGrammar(const Napi::CallbackInfo& info);
   Napi::Value SeqCopy(const Napi::CallbackInfo& info);
   Napi::Value SeqRemove(const Napi::CallbackInfo& info);
   Napi::Value SeqPosMax(const Napi::CallbackInfo& info);
@@ -61,6 +69,7 @@ class HeadroomLlama : public Napi::ObjectWrap<HeadroomLlama> {
   llama_batch batch_{};
   bool batchAllocated_ = false;
   std::vector<llama_sampler*> samplers_;
+  std::vector<int32_t> logprobsK_;
   uint32_t nBatch_ = 0;
   uint32_t nSeqMax_ = 0;
   int32_t threads_ = 0;

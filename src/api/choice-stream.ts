@@ -3,9 +3,15 @@
 // client is billed for (up to and including the one that completed a stop string; an ending EOG
 // token counts but has no text). Once it has stopped, later tokens are ignored: the backend was
 // told to stop, and a step or two may already be under way.
+//
+// With log-probabilities asked for, each billed token's entry (an ending EOG token has none: it has
+// no text) waits in `takeLogprobs()`, named by its bytes (logprob-format.ts frames them).
 
 import type { Tokenizer } from '../engine/tokenizer.ts';
 import { StopMatcher } from './stop-matcher.ts';
+import type { TokenLogprob } from '../engine/plan.ts';
+import type { LogprobEntry } from './logprob-format.ts';
+import { logprobEntry } from './logprob-format.ts';
 
 export class ChoiceStream {
   readonly #tokenizer: Tokenizer;
@@ -14,6 +20,7 @@ export class ChoiceStream {
   readonly #ignoreEos: boolean;
   #numTokens = 0;
   #stopped = false;
+  #logprobs: LogprobEntry[] = [];
 
   constructor(tokenizer: Tokenizer, stop: readonly string[], ignoreEos: boolean) {
     this.#tokenizer = tokenizer;
@@ -33,17 +40,27 @@ export class ChoiceStream {
   }
 
   /** Text safe to send for these tokens (empty while held back or once stopped). */
-  push(tokenIds: readonly number[]): string {
+  push(tokenIds: readonly number[], logprobs?: readonly (TokenLogprob | null)[]): string {
     let text = '';
-    for (const t of tokenIds) {
+    for (let i = 0; i < tokenIds.length; i++) {
+      const t = tokenIds[i]!;
       if (this.#stopped) break;
       this.#numTokens++;
       if (!this.#ignoreEos && this.#tokenizer.isEog(t)) continue;
+      const lp = logprobs?.[i];
+      if (lp != null) this.#logprobs.push(logprobEntry(this.#tokenizer, t, lp));
       const r = this.#stop.push(this.#detok.push(t));
       text += r.text;
       if (r.stopped) this.#stopped = true;
     }
     return text;
+  }
+
+  /** Log-probability entries of the tokens pushed since the last call, in order. */
+  takeLogprobs(): LogprobEntry[] {
+    const out = this.#logprobs;
+    this.#logprobs = [];
+    return out;
   }
 
   /** The end: whatever is held back (nothing after a stop string, which is never sent). */

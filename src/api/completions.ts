@@ -1,11 +1,18 @@
-// The two generation endpoints, /v1/chat/completions and /v1/completions, share one path of short
-// steps; only the request shape and the response framing differ:
+// The generation endpoints, /v1/chat/completions, /v1/completions and /v1/responses, share one path
+// of short steps; only the request shape and the response framing differ (surface.ts: a Responses
+// request is parsed into a chat request and framed by responses-framer.ts):
 //
 //   parse → prepare (tokenize, size checks) → flow control → admission → backend.generate → frame
 //
 // One AbortController per HTTP request: the client leaving aborts every choice in the backend.
 // Detokenizing and stop strings run here, after each engine step (choice-stream.ts); a stop string
 // tells the backend to stop that choice. Every stream ends with [DONE] (or the socket is gone).
+//
+// The caller (tenant, role) comes from the API key (server.ts); it reaches flow control. An
+// operator's `x-headroom-bypass-admission: 1` skips the admission decision (not flow control, not
+// the engine's own limits); anyone else asking for it gets 403. What the request log needs
+// (tokens billed, first output, error code, refusal reason) is recorded on `req.facts` as it
+// happens (request-log.ts).
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AdmissionContext, AdmissionController, AdmissionDecision } from '../admission/controller.ts';
@@ -20,14 +27,21 @@ import type { Observability } from '../obs/observability.ts';
 import { ChoiceStream } from './choice-stream.ts';
 import type { ServerConfig } from './config.ts';
 import { ApiError } from './errors.ts';
-import { Framer, usage } from './framer.ts';
-import type { FinishedChoice } from './framer.ts';
+import { usage } from './framer.ts';
+import type { FinishedChoice, Framing, SseFrame } from './framer.ts';
 import type { IdSource } from './ids.ts';
-import type { Kind, Prepared } from './prepare.ts';
+import type { LogprobEntry } from './logprob-format.ts';
+import type { Prepared } from './prepare.ts';
 import { sizeFacts } from './limits.ts';
-import { parse, prepare } from './prepare.ts';
+import { prepare } from './prepare.ts';
+import type { Surface } from './surface.ts';
 import type { ActiveRequests } from './active-requests.ts';
 import { SseWriter } from './sse.ts';
+import type { RequestFacts } from './request-log.ts';
+import { promptForLog } from './request-log.ts';
+
+/** The operator header that skips the admission decision. */
+export const BYPASS_HEADER = 'x-headroom-bypass-admission';
 
 const NO_FEATURES = new Float64Array(0);
 
@@ -42,6 +56,8 @@ export interface CompletionsDeps {
   readonly trace: TraceWriter | null;
   /** Requests in flight, so a drain deadline can cut them; null = not tracked. */
   readonly active: ActiveRequests | null;
+  /** The model names this server answers to (a request's `model` must be one; responses echo it). */
+  readonly models: readonly string[];
 }
 
 /** One request on its way through the handler. */
@@ -56,6 +72,9 @@ interface Call {
   /** What admission saw (empty when neither admission nor the trace reads it), and what it decided. */
   readonly features: Float64Array;
   decision: AdmissionDecision | null;
+  /** For the request log line; also its HTTP request id, for traces. */
+  readonly facts: RequestFacts;
+  readonly httpRequestId: string;
 }
 
 export class CompletionsHandler {
@@ -65,12 +84,26 @@ export class CompletionsHandler {
     this.#d = deps;
   }
 
-  async handle(kind: Kind, req: FastifyRequest, reply: FastifyReply): Promise<void> {
+  async handle(surface: Surface, req: FastifyRequest, reply: FastifyReply): Promise<void> {
     const { backend, config, ids } = this.#d;
+    const facts = req.facts;
+    const bypass = bypassRequested(req.headers[BYPASS_HEADER]);
+    if (bypass && facts.caller.role !== 'operator') {
+      throw new ApiError('permission_denied', `${BYPASS_HEADER} is allowed only with an operator API key.`, { param: BYPASS_HEADER });
+    }
     const budget = { slo: req.headers['x-slo-ms'], ttft: req.headers['x-slo-ttft-ms'], tpot: req.headers['x-slo-tpot-ms'] };
     const size = sizeFacts(backend);
-    const prepared = await prepare(parse(kind, req.body, backend.info, size), budget, { tokenizer: backend.tokenizer, info: backend.info, size, config, ids });
-    const id = ids.next(kind === 'chat' ? 'chatcmpl' : 'cmpl');
+    const request = surface.parse(req.body, this.#d.models, size);
+    const prepared = await prepare(request.parsed, budget, { tokenizer: backend.tokenizer, info: backend.info, size, config, ids }).catch((e: unknown) => {
+      throw e instanceof ApiError ? request.renameError(e) : e;
+    });
+    const id = ids.next(surface.idPrefix);
+    facts.model = prepared.model;
+    facts.promptTokens = prepared.promptTokens.length;
+    if (config.logPrompts) {
+      facts.prompt = promptForLog(req.body);
+      facts.output = [];
+    }
     const ctx: AdmissionContext = {
       requestId: id,
       arrivalMs: backend.clock.nowMs(),
@@ -87,15 +120,21 @@ export class CompletionsHandler {
     const wanted = this.#d.admission.needsFeatures || this.#d.trace !== null;
     const snapshot = wanted ? backend.snapshot() : null;
     const features = wanted ? extractFeatures(ctx, snapshot, new Float64Array(NUM_FEATURES)) : NO_FEATURES;
-    const call: Call = { id, prepared, ctx, traceparent, controller: new AbortController(), cutMessage: null, features, decision: null };
+    const call: Call = { id, prepared, ctx, traceparent, controller: new AbortController(), cutMessage: null, features, decision: null, facts, httpRequestId: req.id };
 
     const decideStart = performance.now();
-    const flow = this.#d.flow.acquire(ctx);
+    const flow = this.#d.flow.acquire(ctx, facts.caller);
     if (!flow.ok) this.#refuse(call, flow.refusal);
     try {
-      const decision = this.#d.admission.decide(ctx, snapshot, features);
-      call.decision = decision;
-      if (!decision.admit) this.#refuse(call, decision.refusal);
+      if (bypass) {
+        // No decision: the controller neither refuses it nor learns from it.
+        facts.bypass = true;
+        this.#d.obs?.metrics?.admissionBypassed(facts.caller.tenant);
+      } else {
+        const decision = this.#d.admission.decide(ctx, snapshot, features);
+        call.decision = decision;
+        if (!decision.admit) this.#refuse(call, decision.refusal);
+      }
       // A client that leaves (stream or not) aborts its choices; the engine frees them before the next step.
       reply.raw.on('close', () => {
         if (!reply.raw.writableFinished) call.controller.abort();
@@ -103,13 +142,14 @@ export class CompletionsHandler {
       // A drain deadline cuts the request: its client gets an error, the backend lets it go.
       const untrack = this.#d.active?.add((message) => {
         call.cutMessage = message;
+        facts.cut = true;
         call.controller.abort();
       });
       if (untrack !== undefined) reply.raw.on('close', untrack);
       const started = backend.generate(this.#job(call), call.controller.signal);
       this.#d.obs?.admissionDecided(performance.now() - decideStart);
       if (!started.ok) this.#refuse(call, started.refusal);
-      const frame = new Framer(kind, id, Math.floor(Date.now() / 1000), prepared.model, prepared.includeUsage);
+      const frame = request.framing(id, Math.floor(Date.now() / 1000), prepared);
       if (prepared.stream) await this.#stream(call, started.generation, frame, reply);
       else await this.#collect(call, started.generation, frame, reply);
     } finally {
@@ -123,26 +163,32 @@ export class CompletionsHandler {
   }
 
   #refuse(call: Call, r: Refusal): never {
-    this.#d.obs?.refused(refusedTimeline(call), r.reason, call.traceparent);
+    call.facts.refusal = r.reason;
+    this.#d.obs?.refused(refusedTimeline(call), r.reason, call.traceparent, call.httpRequestId);
     this.#d.trace?.refused(call.ctx, call.features, call.decision?.boundMs ?? null);
     throw new ApiError(REFUSALS[r.reason].code, r.message, { retryAfterS: r.retryAfterS ?? this.#d.config.retryAfterS });
   }
 
   #choices(call: Call): ChoiceStream[] {
     const p = call.prepared;
-    return Array.from({ length: p.n }, () => new ChoiceStream(this.#d.backend.tokenizer, p.stop, p.ignoreEos));
+    const choices = Array.from({ length: p.n }, () => new ChoiceStream(this.#d.backend.tokenizer, p.stop, p.ignoreEos));
+    call.facts.billed = choices;
+    return choices;
   }
 
-  async #collect(call: Call, gen: Generation, frame: Framer, reply: FastifyReply): Promise<void> {
+  async #collect(call: Call, gen: Generation, frame: Framing, reply: FastifyReply): Promise<void> {
     const choices = this.#choices(call);
     const texts = choices.map(() => '');
+    const logprobs = choices.map((): LogprobEntry[] => []);
     const reasons: (string | null)[] = choices.map(() => null);
     let aborted = false;
     for await (const ev of gen) {
       const c = choices[ev.index]!;
       if (ev.type === 'tokens') {
+        call.facts.firstOutputMs ??= performance.now();
         if (reasons[ev.index] !== null) continue;
-        texts[ev.index] += c.push(ev.tokenIds);
+        texts[ev.index] += c.push(ev.tokenIds, ev.logprobs);
+        logprobs[ev.index]!.push(...c.takeLogprobs());
         if (c.stopped) {
           reasons[ev.index] = 'stop';
           gen.stopChoice(ev.index);
@@ -165,29 +211,43 @@ export class CompletionsHandler {
       reply.raw.destroy();
       return;
     }
-    const done: FinishedChoice[] = texts.map((text, i) => ({ text, finishReason: reasons[i]! }));
+    call.facts.output?.push(...texts);
+    const wanted = call.prepared.sampling.logprobs !== undefined;
+    const done: FinishedChoice[] = texts.map((text, i) => ({ text, finishReason: reasons[i]!, logprobs: wanted ? logprobs[i]! : null }));
     void reply.code(200).send(frame.whole(done, this.#usage(call, choices)));
   }
 
-  async #stream(call: Call, gen: Generation, frame: Framer, reply: FastifyReply): Promise<void> {
+  async #stream(call: Call, gen: Generation, frame: Framing, reply: FastifyReply): Promise<void> {
     const choices = this.#choices(call);
     const ended = choices.map(() => false);
+    const wantLogprobs = call.prepared.sampling.logprobs !== undefined;
+    const output = call.facts.output;
+    if (output !== null) choices.forEach(() => output.push(''));
     let aborted = false;
+    // The headers hooks set on the reply (x-request-id, CORS) go out with the stream's own.
+    const headers = replyHeaders(reply);
     reply.hijack();
     const sse = new SseWriter(reply.raw);
+    const send = (frames: readonly SseFrame[]): void => frames.forEach((f) => sse.send(f.data, f.event));
     const end = (index: number, reason: string): void => {
       ended[index] = true;
-      sse.send(frame.chunk(index, frame.kind === 'chat' ? {} : '', reason));
+      send(frame.end(index, reason));
+    };
+    const text = (index: number, t: string, lp: readonly LogprobEntry[] | null = null): void => {
+      if (output !== null) output[index] += t;
+      send(frame.text(index, t, lp));
     };
     try {
-      sse.open({ 'x-request-id': call.id });
-      if (frame.kind === 'chat') choices.forEach((_, i) => sse.send(frame.chunk(i, { role: 'assistant', content: '' }, null)));
+      sse.open(headers);
+      send(frame.opening(choices.length));
       for await (const ev of gen) {
         const c = choices[ev.index]!;
         if (ev.type === 'tokens') {
+          call.facts.firstOutputMs ??= performance.now();
           if (ended[ev.index]) continue;
-          const text = c.push(ev.tokenIds);
-          if (text.length > 0) sse.send(frame.chunk(ev.index, text, null));
+          const t = c.push(ev.tokenIds, ev.logprobs);
+          const lp = wantLogprobs ? c.takeLogprobs() : null;
+          if (t.length > 0 || (lp !== null && lp.length > 0)) text(ev.index, t, lp);
           if (c.stopped) {
             gen.stopChoice(ev.index);
             end(ev.index, 'stop');
@@ -199,29 +259,32 @@ export class CompletionsHandler {
         if (ev.reason === 'abort') {
           aborted = true;
           if (call.cutMessage !== null) {
-            sse.send(new ApiError('engine_failure', call.cutMessage).toBody());
+            call.facts.errorCode = 'engine_failure';
+            send(frame.failure(new ApiError('engine_failure', call.cutMessage)));
             return;
           }
           continue;
         }
         if (ev.reason === 'error') {
-          sse.send(new ApiError('engine_failure', ev.message ?? 'generation failed').toBody());
+          call.facts.errorCode = 'engine_failure';
+          send(frame.failure(new ApiError('engine_failure', ev.message ?? 'generation failed')));
           call.controller.abort();
           return;
         }
         const tail = c.flush();
-        if (tail.length > 0) sse.send(frame.chunk(ev.index, tail, null));
+        if (tail.length > 0) text(ev.index, tail);
         end(ev.index, ev.reason);
       }
-      if (!aborted && frame.includeUsage) sse.send(frame.usageChunk(this.#usage(call, choices)));
+      if (!aborted) send(frame.closing(this.#usage(call, choices)));
     } finally {
-      sse.done();
+      if (frame.endsWithDone) sse.done();
+      else sse.end();
     }
   }
 
   /** A choice ended in the backend (its engine outcome, which a front-end stop may precede). */
   #finished(call: Call, index: number, t: RequestTimeline): void {
-    this.#d.obs?.finished(t, t.outcome ?? 'error', call.traceparent);
+    this.#d.obs?.finished(t, t.outcome ?? 'error', call.traceparent, call.httpRequestId);
     this.#d.trace?.finished(call.ctx, call.features, call.decision?.boundMs ?? null, index, t);
     if (call.decision !== null && t.outcome !== 'error') {
       const elapsed = (t.finishedMs ?? this.#d.backend.clock.nowMs()) - t.arrivalMs;
@@ -236,6 +299,24 @@ export class CompletionsHandler {
   #usage(call: Call, choices: readonly ChoiceStream[]) {
     return usage(call.prepared.promptTokens.length, choices.reduce((n, c) => n + c.numTokens, 0));
   }
+}
+
+/** `1`/`true` asks to skip admission, `0`/`false` or no header does not; anything else is a 400. */
+function bypassRequested(h: string | string[] | undefined): boolean {
+  if (h === undefined) return false;
+  const v = (Array.isArray(h) ? h.join(',') : h).trim().toLowerCase();
+  if (v === '1' || v === 'true') return true;
+  if (v === '0' || v === 'false') return false;
+  throw new ApiError('invalid_value', `${BYPASS_HEADER} must be 1 or 0; got '${v.slice(0, 40)}'.`, { param: BYPASS_HEADER });
+}
+
+/** A reply's headers as plain strings, for a response written on the raw socket. */
+function replyHeaders(reply: FastifyReply): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(reply.getHeaders())) {
+    if (v !== undefined) out[k] = Array.isArray(v) ? v.join(', ') : String(v);
+  }
+  return out;
 }
 
 /** The record a refused request leaves for metrics and tracing: it arrived, it never ran. */

@@ -1,4 +1,10 @@
-// Server settings, validated once at construction.
+// Server settings, validated once at construction. Everything here is shown on /stats, so no
+// secret belongs here (API keys live in auth.ts's KeyRing, handed to the server apart).
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+export const LOG_FORMATS = ['json', 'text'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
 
 export interface ServerConfig {
   readonly host: string;
@@ -27,6 +33,18 @@ export interface ServerConfig {
   readonly maxConnections: number;
   /** Most open connections from one client address. */
   readonly maxConnectionsPerAddress: number;
+  /** Least severe log line written (request lines are `info`; errors `warn`/`error`). */
+  readonly logLevel: LogLevel;
+  /** One JSON object per line (pino's shape), or a readable text line. */
+  readonly logFormat: LogFormat;
+  /** Put prompt and output text in request log lines (off: never). */
+  readonly logPrompts: boolean;
+  /** Origins allowed to call the API from a browser (`*` = any); empty = CORS off. */
+  readonly corsOrigins: readonly string[];
+  /** Names the model answers to (first = the canonical one, in metrics); empty = the model file's stem. */
+  readonly servedModelNames: readonly string[];
+  /** With API keys, /metrics needs one too (default: open, like /health and /ready). */
+  readonly protectMetrics: boolean;
 }
 
 export const DEFAULT_SERVER_CONFIG: ServerConfig = {
@@ -44,7 +62,16 @@ export const DEFAULT_SERVER_CONFIG: ServerConfig = {
   keepAliveTimeoutMs: 5_000,
   maxConnections: 1024,
   maxConnectionsPerAddress: 256,
+  logLevel: 'info',
+  logFormat: 'json',
+  logPrompts: false,
+  corsOrigins: [],
+  servedModelNames: [],
+  protectMetrics: false,
 };
+
+/** Longest served model name; a name is any printable text without spaces. */
+const MAX_MODEL_NAME_CHARS = 256;
 
 export function serverConfig(overrides: Partial<ServerConfig> = {}): ServerConfig {
   const c = { ...DEFAULT_SERVER_CONFIG, ...overrides };
@@ -66,5 +93,14 @@ export function serverConfig(overrides: Partial<ServerConfig> = {}): ServerConfi
   if (c.maxConnectionsPerAddress > c.maxConnections) {
     throw new Error(`config: expected maxConnectionsPerAddress ≤ maxConnections, got ${c.maxConnectionsPerAddress} > ${c.maxConnections}`);
   }
+  if (!LOG_LEVELS.includes(c.logLevel)) throw new Error(`config: expected logLevel in ${LOG_LEVELS.join('|')}, got ${String(c.logLevel)}`);
+  if (!LOG_FORMATS.includes(c.logFormat)) throw new Error(`config: expected logFormat in ${LOG_FORMATS.join('|')}, got ${String(c.logFormat)}`);
+  for (const o of c.corsOrigins) {
+    if (o !== '*' && !/^https?:\/\/[^/\s]+$/.test(o)) throw new Error(`config: expected a CORS origin like https://app.example.com (scheme and host, no path) or *, got '${o}'`);
+  }
+  for (const name of c.servedModelNames) {
+    if (!/^[\x21-\x7e]+$/.test(name) || name.length > MAX_MODEL_NAME_CHARS) throw new Error(`config: expected a served model name of 1-${MAX_MODEL_NAME_CHARS} printable characters without spaces, got '${name}'`);
+  }
+  if (new Set(c.servedModelNames).size !== c.servedModelNames.length) throw new Error(`config: expected distinct served model names, got ${c.servedModelNames.join(', ')}`);
   return c;
 }

@@ -21,6 +21,8 @@ export const ERROR_CATALOG = {
   missing_field: { status: 400, type: 'invalid_request_error' },
   unsupported_value: { status: 400, type: 'invalid_request_error' },
   context_length_exceeded: { status: 400, type: 'invalid_request_error' },
+  invalid_api_key: { status: 401, type: 'invalid_request_error' },
+  permission_denied: { status: 403, type: 'invalid_request_error' },
   model_not_found: { status: 404, type: 'not_found_error' },
   route_not_found: { status: 404, type: 'not_found_error' },
   method_not_allowed: { status: 405, type: 'invalid_request_error' },

@@ -1,8 +1,18 @@
 // OpenAI response shapes for one request: streamed chunks (one choice per chunk, with its index),
 // the usage chunk, and the whole JSON response. Field order and nulls follow OpenAI's responses,
 // which clients parse strictly.
+//
+// `Framing` is what the generation loop (completions.ts) writes through: the frames a stream sends
+// at each moment and the whole response. `Framer` frames chat and completions; the Responses API
+// has its own (responses-framer.ts) over the same loop.
+//
+// `logprobs` is null unless the request asked for log-probabilities; then each chunk carries the
+// entries of the tokens it covers (logprob-format.ts).
 
+import type { ApiError } from './errors.ts';
 import type { Kind } from './prepare.ts';
+import type { LogprobEntry } from './logprob-format.ts';
+import { chatLogprobs, completionLogprobs, namedLength } from './logprob-format.ts';
 
 export interface Usage {
   readonly prompt_tokens: number;
@@ -13,13 +23,42 @@ export interface Usage {
 export interface FinishedChoice {
   readonly text: string;
   readonly finishReason: string;
+  /** Null unless log-probabilities were asked for. */
+  readonly logprobs: readonly LogprobEntry[] | null;
+}
+
+/** One SSE frame: `event: <event>` when named (the Responses API), then `data: <json>`. */
+export interface SseFrame {
+  readonly event?: string;
+  readonly data: unknown;
+}
+
+/** How one API surface frames a generation. Streams call opening, then text/end per choice, then closing (unless aborted). */
+export interface Framing {
+  /** The stream ends with `data: [DONE]` (chat, completions), or just ends (Responses). */
+  readonly endsWithDone: boolean;
+  /** Frames before any text. */
+  opening(numChoices: number): SseFrame[];
+  /** Text a choice gained; `logprobs` its tokens' entries when the request asked for them (surfaces that refuse logprobs ignore them). */
+  text(index: number, text: string, logprobs?: readonly LogprobEntry[] | null): SseFrame[];
+  end(index: number, finishReason: string): SseFrame[];
+  /** After every choice ended normally. */
+  closing(u: Usage): SseFrame[];
+  /** The stream's last frame when it fails. */
+  failure(e: ApiError): SseFrame[];
+  /** The whole response, not streamed. */
+  whole(choices: readonly FinishedChoice[], u: Usage): unknown;
 }
 
 export function usage(numPromptTokens: number, numCompletionTokens: number): Usage {
   return { prompt_tokens: numPromptTokens, completion_tokens: numCompletionTokens, total_tokens: numPromptTokens + numCompletionTokens };
 }
 
-export class Framer {
+export class Framer implements Framing {
+  readonly endsWithDone = true;
+  /** Completions' text_offset: characters named so far, per choice (streamed chunks continue it). */
+  readonly #offsets = new Map<number, number>();
+
   constructor(
     readonly kind: Kind,
     readonly id: string,
@@ -28,14 +67,43 @@ export class Framer {
     readonly includeUsage: boolean,
   ) {}
 
-  chunk(index: number, delta: string | { role?: string; content?: string }, finishReason: string | null): unknown {
+  opening(numChoices: number): SseFrame[] {
+    if (this.kind !== 'chat') return [];
+    return Array.from({ length: numChoices }, (_, i) => ({ data: this.chunk(i, { role: 'assistant', content: '' }, null) }));
+  }
+
+  text(index: number, text: string, logprobs: readonly LogprobEntry[] | null = null): SseFrame[] {
+    return [{ data: this.chunk(index, text, null, logprobs) }];
+  }
+
+  end(index: number, finishReason: string): SseFrame[] {
+    return [{ data: this.chunk(index, this.kind === 'chat' ? {} : '', finishReason) }];
+  }
+
+  closing(u: Usage): SseFrame[] {
+    return this.includeUsage ? [{ data: this.usageChunk(u) }] : [];
+  }
+
+  failure(e: ApiError): SseFrame[] {
+    return [{ data: e.toBody() }];
+  }
+
+  chunk(index: number, delta: string | { role?: string; content?: string }, finishReason: string | null, logprobs: readonly LogprobEntry[] | null = null): unknown {
     const base = { id: this.id, created: this.created, model: this.model, system_fingerprint: null };
     const u = this.includeUsage ? { usage: null } : {};
     if (this.kind === 'chat') {
       const d = typeof delta === 'string' ? { content: delta } : delta;
-      return { ...base, object: 'chat.completion.chunk', choices: [{ index, delta: d, logprobs: null, finish_reason: finishReason }], ...u };
+      return { ...base, object: 'chat.completion.chunk', choices: [{ index, delta: d, logprobs: this.#logprobs(index, logprobs), finish_reason: finishReason }], ...u };
     }
-    return { ...base, object: 'text_completion', choices: [{ index, text: delta, logprobs: null, finish_reason: finishReason }], ...u };
+    return { ...base, object: 'text_completion', choices: [{ index, text: delta, logprobs: this.#logprobs(index, logprobs), finish_reason: finishReason }], ...u };
+  }
+
+  #logprobs(index: number, entries: readonly LogprobEntry[] | null): unknown {
+    if (entries === null) return null;
+    if (this.kind === 'chat') return chatLogprobs(entries);
+    const offset = this.#offsets.get(index) ?? 0;
+    this.#offsets.set(index, offset + namedLength(entries));
+    return completionLogprobs(entries, offset);
   }
 
   usageChunk(u: Usage): unknown {
@@ -45,8 +113,8 @@ export class Framer {
   whole(choices: readonly FinishedChoice[], u: Usage): unknown {
     const base = { id: this.id, created: this.created, model: this.model, system_fingerprint: null, usage: u };
     if (this.kind === 'chat') {
-      return { ...base, object: 'chat.completion', choices: choices.map((c, index) => ({ index, message: { role: 'assistant', content: c.text }, logprobs: null, finish_reason: c.finishReason })) };
+      return { ...base, object: 'chat.completion', choices: choices.map((c, index) => ({ index, message: { role: 'assistant', content: c.text }, logprobs: this.#logprobs(index, c.logprobs), finish_reason: c.finishReason })) };
     }
-    return { ...base, object: 'text_completion', choices: choices.map((c, index) => ({ index, text: c.text, logprobs: null, finish_reason: c.finishReason })) };
+    return { ...base, object: 'text_completion', choices: choices.map((c, index) => ({ index, text: c.text, logprobs: this.#logprobs(index, c.logprobs), finish_reason: c.finishReason })) };
   }
 }

@@ -18,18 +18,21 @@ export function clientErrorResponse(err: ClientError): ApiError {
   }
 }
 
-export function handleClientError(err: ClientError, socket: Socket): void {
+/** Answer (or just close) a socket-level error; returns the error answered, null when none was. */
+export function handleClientError(err: ClientError, socket: Socket): ApiError | null {
   if (err.code === 'ECONNRESET' || err.code === 'EPIPE' || socket.destroyed) {
     socket.destroy();
-    return;
+    return null;
   }
   // Node's own check: a response already under way on this socket cannot get another.
   const current = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
   if (socket.writable && current?.headersSent !== true) {
-    socket.end(clientErrorResponse(err).toRawResponse());
+    const e = clientErrorResponse(err);
+    socket.end(e.toRawResponse());
     // end() flushes then closes; a peer that never reads must not hold the socket.
     setTimeout(() => socket.destroy(), 1000).unref();
-  } else {
-    socket.destroy();
+    return e;
   }
+  socket.destroy();
+  return null;
 }

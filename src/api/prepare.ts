@@ -2,7 +2,8 @@
 // names the offending field. Nothing here reaches the backend's engine; only its tokenizer.
 //
 //   parse   — the message count read before the schema (a 30,000-message body must not cost a full
-//             validation), the body's shape (zod), the model name, the fields we support
+//             validation), fields we do not implement (unsupported.ts), the body's shape (zod), the
+//             model name, the values we support
 //   prepare — size checks that cannot refuse a prompt that fits (limits.ts), then tokenize off the
 //             event loop (chat template or raw prompt), then the exact checks against the context
 //             and the server's output cap, the budget headers, sampling defaults
@@ -11,9 +12,11 @@ import type { ServerConfig } from './config.ts';
 import { ApiError } from './errors.ts';
 import type { IdSource } from './ids.ts';
 import type { SizeFacts } from './limits.ts';
+import { samplingParams } from './sampling.ts';
 import { checkMessageCount, checkMessagesSize, checkPromptSize, sloFromHeader } from './limits.ts';
 import type { ChatCompletionBody, CompletionBody } from './schemas.ts';
 import { chatCompletionBody, checkSupported, completionBody, messageText, parseBody } from './schemas.ts';
+import { refuseUnsupported } from './unsupported.ts';
 import type { BackendInfo } from '../backend/backend.ts';
 import type { SamplingParams } from '../engine/plan.ts';
 import type { Tokenizer } from '../engine/tokenizer.ts';
@@ -42,14 +45,21 @@ export interface Prepared {
   readonly includeUsage: boolean;
 }
 
-export function parse(kind: Kind, raw: unknown, info: BackendInfo, size: SizeFacts): Parsed {
+/** `models`: the names the server answers to (--served-model-name, else the model's own id). */
+export function parse(kind: Kind, raw: unknown, models: readonly string[], size: SizeFacts): Parsed {
   if (kind === 'chat') checkMessageCount(size, raw);
+  refuseUnsupported(kind, raw);
   const parsed: Parsed = kind === 'chat' ? { kind, body: parseBody(chatCompletionBody, raw) } : { kind, body: parseBody(completionBody, raw) };
-  if (parsed.body.model !== info.modelId) {
-    throw new ApiError('model_not_found', `The model '${parsed.body.model}' does not exist on this server; it serves '${info.modelId}'.`, { param: 'model' });
-  }
+  checkModel(parsed.body.model, models);
   checkSupported(parsed.body);
   return parsed;
+}
+
+/** The model a request names must be one the server answers to (`models`: --served-model-name, else the model's own id). */
+export function checkModel(model: string, models: readonly string[]): void {
+  if (!models.includes(model)) {
+    throw new ApiError('model_not_found', `The model '${model.slice(0, 256)}' does not exist on this server; it serves ${models.map((m) => `'${m}'`).join(', ')}.`, { param: 'model' });
+  }
 }
 
 export interface PrepareDeps {
@@ -73,6 +83,8 @@ export async function prepare(p: Parsed, budget: BudgetHeaders, deps: PrepareDep
   const sloHeaderMs = budget.slo === undefined ? null : sloFromHeader(budget.slo, deps.config);
   const ttftBudgetMs = headerMs(budget.ttft, 'x-slo-ttft-ms', deps.config);
   const tpotMs = headerMs(budget.tpot, 'x-slo-tpot-ms', deps.config);
+  // Sampling fields too (a response_format becomes a checked grammar here): a 400 costs no tokenizing.
+  const sampling = samplingParams(p, deps.tokenizer, body.seed ?? deps.ids.seed());
   const requested = body.max_completion_tokens ?? body.max_tokens ?? null;
   const promptTokens = await tokenizePrompt(p, deps, requested);
   const ctx = deps.info.contextTokens;
@@ -97,7 +109,7 @@ export async function prepare(p: Parsed, budget: BudgetHeaders, deps: PrepareDep
     maxTokens,
     n: body.n ?? 1,
     stop: body.stop == null ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop,
-    sampling: { temperature: body.temperature ?? 1, topP: body.top_p ?? 1, seed: body.seed ?? deps.ids.seed() },
+    sampling,
     ignoreEos: body.ignore_eos === true,
     sloMs,
     ttftBudgetMs,

@@ -1,6 +1,7 @@
-// Request bodies of the OpenAI endpoints, validated once at the edge. Unknown fields are ignored
-// (clients send many we do not use); known fields with a wrong type or an out-of-range value are
-// a 400 naming the field.
+// Request bodies of the OpenAI endpoints, validated once at the edge. Known fields with a wrong type
+// or an out-of-range value are a 400 naming the field. OpenAI fields that are not implemented are
+// refused or listed as ignored in unsupported.ts before these schemas run; fields unknown to both
+// are ignored (zod strips them), as vLLM does, so clients' vendor extensions keep working.
 
 import { z } from 'zod';
 import { ApiError } from './errors.ts';
@@ -23,6 +24,23 @@ const common = {
   n: z.number().int().min(1).nullish(),
   ignore_eos: z.boolean().nullish(),
   user: z.string().nullish(),
+  // Sampling beyond temperature/top_p/seed (docs/sampling.md); ranges as OpenAI and vLLM accept them.
+  top_k: z.number().int().min(-1).nullish(),
+  min_p: z.number().min(0).max(1).nullish(),
+  presence_penalty: z.number().min(-2).max(2).nullish(),
+  frequency_penalty: z.number().min(-2).max(2).nullish(),
+  repetition_penalty: z.number().gt(0).max(10).nullish(),
+  logit_bias: z.record(z.string().regex(/^\d+$/, 'expected token ids as keys'), z.number().min(-100).max(100)).nullish(),
+  response_format: z
+    .discriminatedUnion('type', [
+      z.object({ type: z.literal('text') }),
+      z.object({ type: z.literal('json_object') }),
+      z.object({
+        type: z.literal('json_schema'),
+        json_schema: z.object({ name: z.string().min(1).max(64), description: z.string().nullish(), schema: z.unknown().optional(), strict: z.boolean().nullish() }),
+      }),
+    ])
+    .nullish(),
 };
 
 const contentPart = z.object({ type: z.literal('text'), text: z.string() });
@@ -32,15 +50,59 @@ const message = z.object({
   name: z.string().optional(),
 });
 
-export const chatCompletionBody = z.object({ ...common, messages: z.array(message).min(1) });
+export const chatCompletionBody = z.object({
+  ...common,
+  messages: z.array(message).min(1),
+  logprobs: z.boolean().nullish(),
+  top_logprobs: z.number().int().min(0).max(20).nullish(),
+});
 export const completionBody = z.object({
   ...common,
+  logprobs: z.number().int().min(0).max(5).nullish(),
   prompt: z.union([z.string(), z.array(z.string()).length(1), z.array(z.number().int().min(0)).min(1)]),
   echo: z.boolean().nullish(),
 });
 
+/** The Responses API, text only: message items whose content is a string or text parts (responses.ts refuses other items first). */
+const responsesPart = z.object({ type: z.enum(['input_text', 'output_text']), text: z.string() });
+const responsesMessage = z.object({
+  type: z.literal('message').optional(),
+  role: z.enum(['system', 'developer', 'user', 'assistant']),
+  content: z.union([z.string(), z.array(responsesPart).min(1)]),
+});
+export const responsesBody = z.object({
+  model: z.string().min(1),
+  input: z.union([z.string(), z.array(responsesMessage).min(1)]),
+  instructions: z.string().nullish(),
+  max_output_tokens: z.number().int().min(1).nullish(),
+  temperature: common.temperature,
+  top_p: common.top_p,
+  stream: common.stream,
+  metadata: z.record(z.string().max(64), z.string().max(512)).nullish(),
+  // Extensions, as on chat: a seed for reproducible sampling, and generation past EOS.
+  seed: common.seed,
+  ignore_eos: common.ignore_eos,
+});
+
+/** vLLM's /tokenize and /detokenize. */
+export const tokenizeBody = z.object({
+  model: z.string().min(1).nullish(),
+  prompt: z.string().nullish(),
+  messages: z.array(message).min(1).nullish(),
+  add_special_tokens: z.boolean().nullish(),
+  add_generation_prompt: z.boolean().nullish(),
+  return_token_strs: z.boolean().nullish(),
+});
+export const detokenizeBody = z.object({
+  model: z.string().min(1).nullish(),
+  tokens: z.array(z.number().int()),
+});
+
 export type ChatCompletionBody = z.infer<typeof chatCompletionBody>;
 export type CompletionBody = z.infer<typeof completionBody>;
+export type ResponsesBody = z.infer<typeof responsesBody>;
+export type TokenizeBody = z.infer<typeof tokenizeBody>;
+export type DetokenizeBody = z.infer<typeof detokenizeBody>;
 
 /** Parse or throw the 400 that names the first offending field. */
 export function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
@@ -56,10 +118,9 @@ export function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
   throw new ApiError(missing ? 'missing_field' : 'invalid_value', msg, { param });
 }
 
-/** Fields we accept but only with one value. */
+/** Values we accept only within bounds, and fields that depend on another. */
 export function checkSupported(body: {
   n?: number | null | undefined;
-  echo?: boolean | null | undefined;
   stream?: boolean | null | undefined;
   stream_options?: unknown;
 }): void {
@@ -69,7 +130,6 @@ export function checkSupported(body: {
   if (body.n != null && body.n > MAX_CHOICES) {
     throw new ApiError('unsupported_value', `n is at most ${MAX_CHOICES} on this server; got n=${body.n}.`, { param: 'n' });
   }
-  if (body.echo === true) throw new ApiError('unsupported_value', 'echo=true is not supported.', { param: 'echo' });
 }
 
 /** Message content as plain text (array content: the text parts joined). */

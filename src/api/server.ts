@@ -1,12 +1,19 @@
 // The HTTP front door: routes, body parsing, connection and time bounds, and the one place errors
 // become responses.
 //
-//   POST /v1/chat/completions, POST /v1/completions   generation (SSE or JSON)
+//   POST /v1/chat/completions, POST /v1/completions, POST /v1/responses   generation (SSE or JSON)
 //   GET  /v1/models                                   the served model
+//   POST /v1/embeddings                               not served: 404 model_not_found (unsupported.ts)
+//   POST /tokenize, POST /detokenize, GET /version    vLLM's utility endpoints (tokenize.ts)
 //   GET  /health    liveness: 200 while the process can serve (loading and draining included), 503 once its engine failed
 //   GET  /ready     readiness: 503 until the model is loaded and warm, from the moment a drain starts, and after a failure
 //   GET  /stats     a JSON snapshot of engine state and configuration
 //   GET  /metrics   Prometheus exposition (Headroom and vLLM-compatible names), when metrics are on
+//
+// Around every route (hooks): a request id (request-id.ts) returned as `x-request-id` on every
+// response; one log line when the response is over (request-log.ts); with API keys, a 401 before
+// the body is read unless the path is open (/health, /ready, /metrics) or it is a CORS preflight
+// (auth.ts); CORS headers when origins are configured (cors.ts).
 //
 // Invariants:
 // - Every response that is not a success has the OpenAI error shape, HTTP-layer ones included
@@ -14,8 +21,11 @@
 // - No client holds a connection past the header, request or keep-alive timeout, and connections
 //   are bounded in total and per address (connections.ts); /health and /ready stay answerable.
 // - The server listens before the model loads: until then generation answers 503 `loading`.
+// - Every response a route, a hook or the 404 handler sends carries `x-request-id` and is logged
+//   once; the socket-level errors of http-errors.ts (no request was parsed) have no id and log a
+//   `client error` line instead.
 
-import Fastify from 'fastify';
+import Fastify, { LogController } from 'fastify';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AdmissionController } from '../admission/controller.ts';
 import { admitAll } from '../admission/controller.ts';
@@ -25,6 +35,10 @@ import type { FlowControl } from '../flow/flow-control.ts';
 import { noFlowControl } from '../flow/flow-control.ts';
 import type { ActiveRequests } from './active-requests.ts';
 import { CompletionsHandler } from './completions.ts';
+import { responsesSurface } from './responses.ts';
+import { chatSurface, completionSurface } from './surface.ts';
+import { detokenize, tokenize, version } from './tokenize.ts';
+import { embeddingsNotServed } from './unsupported.ts';
 import type { IdSource } from './ids.ts';
 import { randomIds } from './ids.ts';
 import type { ServerConfig } from './config.ts';
@@ -33,6 +47,12 @@ import { ApiError } from './errors.ts';
 import { handleClientError } from './http-errors.ts';
 import { checkRawMessageCount, sizeFacts } from './limits.ts';
 import type { Observability } from '../obs/observability.ts';
+import type { KeyRing } from './auth.ts';
+import { registerCors } from './cors.ts';
+import type { LogDestination } from './logger.ts';
+import { loggerOptions } from './logger.ts';
+import { REQUEST_ID_HEADER, requestIdFrom } from './request-id.ts';
+import { logRequest, newFacts } from './request-log.ts';
 
 export interface Lifecycle {
   /** The engine has run its warm-up step. */
@@ -59,11 +79,17 @@ export interface ServerDeps {
   readonly admission?: AdmissionController;
   /** Admission traces (`--trace-out`). */
   readonly trace?: TraceWriter;
+  /** API keys; absent = the API is open and every caller is tenant `default`. */
+  readonly keys?: KeyRing | null;
+  /** Where log lines go (default stdout). */
+  readonly logDestination?: LogDestination;
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 /** Paths answered even on an overflow connection (connections.ts). */
 const PROBES = new Set(['/health', '/ready']);
+/** Paths polled by machines (orchestrator probes, the Prometheus scrape): logged at debug. */
+const PROBE_LOG_PATHS = new Set([...PROBES, '/metrics']);
 /** node's check of header and request timeouts runs on an interval; a quarter of the shortest bound keeps it timely. */
 const MAX_CHECK_INTERVAL_MS = 1000;
 
@@ -71,7 +97,11 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   const { config, lifecycle } = deps;
   const app = Fastify({
     bodyLimit: config.bodyLimitBytes,
-    logger: false,
+    logger: loggerOptions(config.logLevel, config.logFormat, deps.logDestination),
+    // One line per request, written by our own hook when the response is over (request-log.ts).
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
+    requestIdHeader: false,
+    genReqId: (req) => requestIdFrom(req.headers[REQUEST_ID_HEADER]),
     return503OnClosing: false,
     // Timeouts: headers and the whole request (slow or silent bodies), idle keep-alive. No socket
     // inactivity timeout: a queued request or a slow stream is legitimately quiet for a while.
@@ -82,25 +112,65 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
       headersTimeout: config.headersTimeoutMs,
       connectionsCheckingInterval: Math.max(10, Math.min(MAX_CHECK_INTERVAL_MS, Math.floor(config.headersTimeoutMs / 4))),
     },
-    clientErrorHandler: handleClientError,
-    frameworkErrors: (err, _req, reply: FastifyReply) => {
-      const e = new ApiError('bad_request', `The request could not be routed: ${err.message}`);
-      void reply.code(e.status).send(e.toBody());
+    // Below the routes there is no request (no id, no route): one warn line with what was answered.
+    clientErrorHandler: function (this: FastifyInstance, err, socket) {
+      const e = handleClientError(err, socket);
+      if (e !== null) this.log.warn({ status: e.status, outcome: e.code === 'request_timeout' ? 'timeout' : 'error', code: e.code, remote: socket.remoteAddress ?? null }, 'client error');
+    },
+    frameworkErrors: (err, req, reply: FastifyReply) => {
+      track(req, reply);
+      sendError(req, reply, new ApiError('bad_request', `The request could not be routed: ${err.message}`));
     },
   });
   deps.connections.attach(app.server);
+  app.decorateRequest('facts', null as unknown as FastifyRequest['facts']);
+  const obs = (): Observability | null => deps.obs?.() ?? null;
+
+  /** Give the request its facts, its id header and its log line (once). */
+  const track = (req: FastifyRequest, reply: FastifyReply): void => {
+    if (hasFacts(req)) return;
+    req.facts = newFacts(performance.now());
+    void reply.header(REQUEST_ID_HEADER, req.id);
+    reply.raw.once('close', () => {
+      const outcome = logRequest(req, reply, { logPrompts: config.logPrompts, probe: PROBE_LOG_PATHS.has(req.url.split('?')[0]!) });
+      obs()?.metrics?.apiRequest(req.facts.caller.tenant, outcome);
+    });
+  };
 
   app.addHook('onRequest', (req, reply, done) => {
+    track(req, reply);
     if (deps.connections.isOverflow(req.raw.socket)) {
       void reply.header('connection', 'close');
       if (!PROBES.has(req.url.split('?')[0]!)) {
-        const e = deps.connections.refusal(config.retryAfterS);
-        void reply.header('retry-after', String(config.retryAfterS)).code(e.status).send(e.toBody());
+        sendError(req, reply, deps.connections.refusal(config.retryAfterS));
         return;
       }
     }
     done();
   });
+
+  // API keys, before the body is read: an unknown caller costs no parsing. Probes need none, nor
+  // the scrape unless --protect-metrics (else keep /metrics on a private network).
+  const openPaths = new Set(config.protectMetrics ? PROBES : [...PROBES, '/metrics']);
+  const keys = deps.keys ?? null;
+  if (keys !== null) {
+    app.addHook('preParsing', (req, reply, payload, done) => {
+      if (req.method === 'OPTIONS' || openPaths.has(req.url.split('?')[0]!)) {
+        done(null, payload);
+        return;
+      }
+      const auth = keys.authenticate(req.headers);
+      if (!auth.ok) {
+        obs()?.metrics?.authFailed();
+        void reply.header('www-authenticate', 'Bearer');
+        sendError(req, reply, auth.error);
+        return;
+      }
+      req.facts.caller = auth.caller;
+      done(null, payload);
+    });
+  }
+  registerCors(app, config.corsOrigins);
 
   // JSON bodies: reject invalid UTF-8 instead of silently turning it into U+FFFD.
   app.removeAllContentTypeParsers();
@@ -132,10 +202,11 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     }
   });
 
-  app.setErrorHandler((err: FastifyError | ApiError, _req, reply) => {
+  app.setErrorHandler((err: FastifyError | ApiError, req, reply) => {
     const api = toApiError(err);
-    if (api.retryAfterS !== null) void reply.header('retry-after', String(api.retryAfterS));
-    void reply.code(api.status).send(api.toBody());
+    // A bug, not a client's mistake: its stack goes to the log (the client sees internal_error only).
+    if (api.code === 'internal_error') req.log.error({ err }, 'unhandled error in a handler');
+    sendError(req, reply, api);
   });
 
   const methods = new Map<string, string[]>();
@@ -150,7 +221,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
       ? new ApiError('route_not_found', `No route for ${req.method} ${path.slice(0, 200)}.`)
       : new ApiError('method_not_allowed', `${path} does not accept ${req.method}; use ${allowed.join(' or ')}.`);
     if (allowed !== undefined) void reply.header('allow', allowed.join(', '));
-    void reply.code(e.status).send(e.toBody());
+    sendError(req, reply, e);
   });
 
   const loaded = (): Backend => {
@@ -167,17 +238,26 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
       ids: deps.ids ?? randomIds,
       flow: deps.flow ?? noFlowControl,
       admission: deps.admission ?? admitAll,
-      obs: deps.obs?.() ?? null,
+      obs: obs(),
       trace: deps.trace ?? null,
       active: deps.active,
+      models: servedModels(config, backend),
     });
     return completions;
   };
-  route('POST', '/v1/chat/completions', (req, reply) => handler().handle('chat', req, reply));
-  route('POST', '/v1/completions', (req, reply) => handler().handle('completion', req, reply));
+  route('POST', '/v1/chat/completions', (req, reply) => handler().handle(chatSurface, req, reply));
+  route('POST', '/v1/completions', (req, reply) => handler().handle(completionSurface, req, reply));
+  route('POST', '/v1/responses', (req, reply) => handler().handle(responsesSurface, req, reply));
+  route('POST', '/v1/embeddings', () => {
+    throw embeddingsNotServed();
+  });
+  route('POST', '/tokenize', (req) => tokenize(loaded(), servedModels(config, loaded()), req.body));
+  route('POST', '/detokenize', (req) => detokenize(loaded(), servedModels(config, loaded()), req.body));
+  route('GET', '/version', () => version());
   route('GET', '/v1/models', () => {
-    const info = loaded().info;
-    return { object: 'list', data: [{ id: info.modelId, object: 'model', created: 0, owned_by: 'headroom', max_model_len: info.contextTokens }] };
+    const backend = loaded();
+    const data = servedModels(config, backend).map((id) => ({ id, object: 'model', created: 0, owned_by: 'headroom', root: backend.info.modelId, max_model_len: backend.info.contextTokens }));
+    return { object: 'list', data };
   });
   route('GET', '/health', (_req, reply) => {
     const backend = deps.backend();
@@ -200,7 +280,6 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     return { mode: backend.info.mode, ...backend.stats(), config, connections, ...deps.statsExtra?.() };
   });
   if (deps.obs !== undefined && deps.metrics !== false) {
-    const obs = deps.obs;
     route('GET', '/metrics', async (_req, reply) => {
       const metrics = obs()?.metrics ?? null;
       if (metrics === null) throw new ApiError('loading', 'Metrics start once the model is loaded.', { retryAfterS: config.retryAfterS });
@@ -208,6 +287,23 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     });
   }
   return app;
+}
+
+/** Every error response: the catalog's status and body, Retry-After on refusals, the code in the log line. */
+function sendError(req: FastifyRequest, reply: FastifyReply, e: ApiError): void {
+  if (hasFacts(req)) req.facts.errorCode = e.code;
+  if (e.retryAfterS !== null) void reply.header('retry-after', String(e.retryAfterS));
+  void reply.code(e.status).send(e.toBody());
+}
+
+/** Whether a request got its facts yet (a request fastify could not route never reached onRequest). */
+function hasFacts(req: FastifyRequest): boolean {
+  return (req.facts as FastifyRequest['facts'] | null | undefined) != null;
+}
+
+/** The names the model answers to: the configured aliases, else the backend's own id. */
+function servedModels(config: ServerConfig, backend: Backend): readonly string[] {
+  return config.servedModelNames.length > 0 ? config.servedModelNames : [backend.info.modelId];
 }
 
 /** Map anything thrown in a handler to a catalog entry; a client's mistake is never a 500. */

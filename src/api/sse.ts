@@ -1,4 +1,5 @@
-// Server-sent events on a raw Node response: `data: <json>\n\n` frames, `data: [DONE]` at the end.
+// Server-sent events on a raw Node response: `data: <json>\n\n` frames (with an `event:` line when
+// named), `data: [DONE]` at the end of chat and completion streams.
 // The writer never throws on a closed socket: a client that left just stops receiving.
 // It never sets a Connection header: node answers keep-alive or close from the request (a client
 // that sent `Connection: close`, or HTTP/1.0 without keep-alive, gets `close`); an explicit
@@ -27,8 +28,10 @@ export class SseWriter {
     return this.#res.destroyed || this.#res.writableEnded;
   }
 
-  send(payload: unknown): void {
-    if (!this.closed) this.#res.write(`data: ${JSON.stringify(payload)}\n\n`);
+  /** A `data:` frame, preceded by an `event:` line when named (the Responses API names every event). */
+  send(payload: unknown, event?: string): void {
+    if (this.closed) return;
+    this.#res.write(event === undefined ? `data: ${JSON.stringify(payload)}\n\n` : `event: ${event}\ndata: ${JSON.stringify(payload)}\n\n`);
   }
 
   /** `data: [DONE]` and end the response; safe to call twice. */

@@ -9,7 +9,7 @@
 
 import type { Clock } from '../engine/clock.ts';
 import type { FinishReason, RequestTimeline } from '../engine/outputs.ts';
-import type { SamplingParams } from '../engine/plan.ts';
+import type { SamplingParams, TokenLogprob } from '../engine/plan.ts';
 import type { EngineSnapshot } from '../engine/snapshot.ts';
 import type { Tokenizer } from '../engine/tokenizer.ts';
 import type { Refusal } from './refusal.ts';
@@ -39,7 +39,8 @@ export interface GenerationJob {
 }
 
 export type GenerationEvent =
-  | { readonly type: 'tokens'; readonly index: number; readonly tokenIds: readonly number[] }
+  /** `logprobs`: one entry per token, when the job's sampling asked for log-probabilities. */
+  | { readonly type: 'tokens'; readonly index: number; readonly tokenIds: readonly number[]; readonly logprobs?: readonly (TokenLogprob | null)[] }
   | { readonly type: 'finish'; readonly index: number; readonly reason: FinishReason; readonly message: string | null; readonly timeline: RequestTimeline };
 
 export interface Generation extends AsyncIterable<GenerationEvent> {

@@ -54,7 +54,7 @@ export class EngineBackend implements Backend {
     const ids = Array.from({ length: job.n }, (_, i) => (job.n === 1 ? job.id : `${job.id}.${i}`));
     let numOpen = job.n;
     const sinkFor = (index: number) => (out: RequestOutput) => {
-      if (out.newTokenIds.length > 0) queue.push({ type: 'tokens', index, tokenIds: out.newTokenIds });
+      if (out.newTokenIds.length > 0) queue.push({ type: 'tokens', index, tokenIds: out.newTokenIds, ...(out.newLogprobs === undefined ? {} : { logprobs: out.newLogprobs }) });
       if (out.finishReason === null) return;
       queue.push({ type: 'finish', index, reason: out.finishReason, message: out.message, timeline: out.timeline });
       if (--numOpen === 0) queue.end();

@@ -5,6 +5,8 @@
 // The timeline is the plain per-request record that observability and tracing read (never the
 // live Request); gateway mode fills the same record from an upstream's stream.
 
+import type { TokenLogprob } from './plan.ts';
+
 export type FinishReason = 'stop' | 'length' | 'abort' | 'error';
 
 /** A request's life in engine time (ms, the engine's clock). Null: has not happened (yet). */
@@ -30,6 +32,8 @@ export interface RequestOutput {
   readonly requestId: string;
   /** Tokens sampled this step, in order (an ending EOG token included). */
   readonly newTokenIds: readonly number[];
+  /** With log-probabilities asked for: one entry per new token (null where the runner gave none). */
+  readonly newLogprobs?: readonly (TokenLogprob | null)[];
   /** Set on the request's last output, exactly once. */
   readonly finishReason: FinishReason | null;
   /** Why it failed, for `error`. */

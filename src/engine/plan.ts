@@ -7,7 +7,11 @@
 export type SeqId = number & { readonly __brand: 'SeqId' };
 export const asSeqId = (n: number): SeqId => n as SeqId;
 
-/** Per-request sampling settings; the runner keeps one sampler per sequence. */
+/**
+ * Per-request sampling settings; the runner keeps one sampler per sequence. The fields after
+ * `seed` are optional: absent means off (the defaults below), so a plain {temperature, topP, seed}
+ * is a complete setting. docs/sampling.md describes each and the order the llama runner applies them.
+ */
 export interface SamplingParams {
   /** 0 means greedy. */
   readonly temperature: number;
@@ -15,6 +19,39 @@ export interface SamplingParams {
   readonly topP: number;
   /** Seed of this sequence's sampler RNG: the same seed, prompt and settings give the same tokens. */
   readonly seed: number;
+  /** Keep the k most likely tokens; 0 (default) disables. */
+  readonly topK?: number;
+  /** Drop tokens less likely than minP × the most likely one's probability; 0 (default) disables. */
+  readonly minP?: number;
+  /** vLLM's multiplicative penalty over prompt and output tokens; 1 (default) disables. */
+  readonly repetitionPenalty?: number;
+  /** OpenAI's additive penalties over the output so far (per occurrence / once); 0 (default) disables. */
+  readonly frequencyPenalty?: number;
+  readonly presencePenalty?: number;
+  /** Added to a token's logit before anything else (token ids inside the vocabulary). */
+  readonly logitBias?: readonly LogitBias[];
+  /** A GBNF grammar (root rule `root`) every sampled token must follow; absent: none. */
+  readonly grammar?: string;
+  /** Report each sampled token's log-probability and this many alternatives (0..20); absent: none. */
+  readonly logprobs?: number;
+}
+
+export interface LogitBias {
+  readonly tokenId: number;
+  /** In [-100, 100]; -100 in effect bans the token, +100 in effect forces it. */
+  readonly bias: number;
+}
+
+/** A fresh sampler for these settings needs the tokens before it (penalties count them, a grammar resumes after them). */
+export function samplerNeedsHistory(s: SamplingParams): boolean {
+  return (s.repetitionPenalty ?? 1) !== 1 || (s.frequencyPenalty ?? 0) !== 0 || (s.presencePenalty ?? 0) !== 0 || s.grammar !== undefined;
+}
+
+/** A sampled token's log-probability and its most likely alternatives (from the raw logits). */
+export interface TokenLogprob {
+  readonly logprob: number;
+  /** Most likely first; as many as the request's `logprobs` asked for. */
+  readonly top: readonly { readonly tokenId: number; readonly logprob: number }[];
 }
 
 /** KV operations run before the forward pass, in order. Positions are half-open [p0, p1); p1 < 0 means "to the end". */
@@ -39,6 +76,11 @@ export interface StepItem {
   /** Start a fresh sampler for this sequence with `sampling` (the request's first step on this sequence). */
   readonly resetSampler: boolean;
   readonly sampling: SamplingParams;
+  /**
+   * With resetSampler, when samplerNeedsHistory(sampling): the sequence's tokens so far (prompt,
+   * then output, all of them, whether computed now or cached) and how many are prompt.
+   */
+  readonly samplerHistory?: { readonly tokens: readonly number[]; readonly numPromptTokens: number };
 }
 
 /** What the scheduler asks the runner to do in one step. */
@@ -53,6 +95,8 @@ export type StepResult =
       readonly ok: true;
       /** One entry per plan item, in plan order: the sampled token, or null where `sample` was false. */
       readonly sampled: readonly (number | null)[];
+      /** Per plan item, where its request asked for log-probabilities and a token was sampled; absent when none did. */
+      readonly logprobs?: readonly (TokenLogprob | null)[];
       /** Wall time of the forward pass itself in ms (the llama runner measures it around llama_decode). */
       readonly computeMs: number;
     }

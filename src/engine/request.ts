@@ -9,7 +9,8 @@
 // One rule for prefill and decode: `numTokens` is everything the sequence should hold (prompt +
 // generated), `numComputedTokens` what its KV already holds. A step feeds tokens until they meet.
 
-import type { SamplingParams, SeqId } from './plan.ts';
+import type { SamplingParams, SeqId, TokenLogprob } from './plan.ts';
+import { samplerNeedsHistory } from './plan.ts';
 import type { FinishReason, OutputSource, RequestOutput, RequestTimeline } from './outputs.ts';
 import { bug } from '../util/bug.ts';
 
@@ -64,6 +65,8 @@ export class Request implements OutputSource {
   /** Earliest-deadline-first key: arrival + SLO. */
   readonly deadlineMs: number;
   readonly outputTokens: number[] = [];
+  /** With sampling.logprobs set: one entry per output token (null where the runner gave none). */
+  readonly outputLogprobs: (TokenLogprob | null)[] = [];
   /** The choice whose prompt computation this one shares (null: computes its own). */
   readonly forkOf: Request | null;
 
@@ -143,9 +146,10 @@ export class Request implements OutputSource {
   }
 
   /** Record a sampled token. Returns why the request must end now (EOG, length), or null. Scheduler only. */
-  appendToken(token: number, nowMs: number): FinishReason | null {
+  appendToken(token: number, nowMs: number, logprob: TokenLogprob | null = null): FinishReason | null {
     this.firstTokenMs ??= nowMs;
     this.outputTokens.push(token);
+    if (this.sampling.logprobs !== undefined) this.outputLogprobs.push(logprob);
     if (this.#isEog(token) && !this.ignoreEos) return 'stop';
     if (this.outputTokens.length >= this.maxTokens) return 'length';
     return null;
@@ -182,8 +186,15 @@ export class Request implements OutputSource {
     const ended = this.#finishReason !== null && !this.#finishReported;
     if (this.#numReported === this.outputTokens.length && !ended) return null;
     const newTokenIds = this.outputTokens.slice(this.#numReported);
+    const logprobs = this.sampling.logprobs === undefined ? {} : { newLogprobs: this.outputLogprobs.slice(this.#numReported) };
     this.#numReported = this.outputTokens.length;
     if (ended) this.#finishReported = true;
-    return { requestId: this.id, newTokenIds, finishReason: ended ? this.#finishReason : null, message: ended ? this.#message : null, timeline: this.timeline };
+    return { requestId: this.id, newTokenIds, ...logprobs, finishReason: ended ? this.#finishReason : null, message: ended ? this.#message : null, timeline: this.timeline };
   }
+}
+
+/** A fresh sampler's history for a request's next step, when it starts one that needs it (plan.ts StepItem). */
+export function samplerHistory(r: Request): { samplerHistory?: { tokens: number[]; numPromptTokens: number } } {
+  if (r.samplerStarted || !samplerNeedsHistory(r.sampling)) return {};
+  return { samplerHistory: { tokens: r.tokensIn(0, r.numTokens), numPromptTokens: r.numPromptTokens } };
 }

@@ -47,6 +47,13 @@ export interface Tokenizer {
   /** The model's chat template applied to the messages, with the assistant turn opened. */
   applyChatTemplate(messages: readonly ChatMessage[]): string;
   detokenizer(): IncrementalDetokenizer;
+  /** The raw bytes one token stands for (possibly part of a UTF-8 character; none for control tokens): log-probability entries name tokens by these. */
+  tokenBytes(token: number): Uint8Array;
+  /**
+   * Whether the model's grammar sampler accepts a GBNF grammar (root rule `root`) for this
+   * vocabulary; absent where the runner has no grammar sampler (the mock), so response_format is refused.
+   */
+  readonly checkGrammar?: (gbnf: string) => boolean;
   /** End-of-generation token (EOS, EOT, ...). */
   isEog(token: number): boolean;
 }

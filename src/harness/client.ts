@@ -22,6 +22,8 @@ export interface ClientOptions {
   readonly sloHeaderMs: number | null;
   /** Send ignore_eos: true (an extension Headroom and llama.cpp's server honour). */
   readonly ignoreEos: boolean;
+  /** Extra headers on every request (credentials, routing); lower-case names. Default: none. */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 export interface RequestContext {
@@ -56,7 +58,7 @@ export async function sendRequest(
   ctx: RequestContext,
 ): Promise<RequestRecord> {
   const body = requestBody(spec, opts);
-  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'text/event-stream' };
+  const headers: Record<string, string> = { ...opts.headers, 'content-type': 'application/json', accept: 'text/event-stream' };
   if (opts.sloHeaderMs !== null) headers['x-slo-ms'] = String(opts.sloHeaderMs);
   const ac = new AbortController();
   let timedOut = false;

@@ -44,6 +44,8 @@ export interface BenchConfig {
   readonly ignoreEos: boolean;
   /** The run is marked invalid when slip p99 exceeds this. */
   readonly maxSlipP99Ms: number;
+  /** Sent with every request (lower-case names), e.g. authorization; values are never written to meta.json. */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 export interface GeneratorValidation {
@@ -100,10 +102,34 @@ function newWorkload(c: BenchConfig): Workload {
   });
 }
 
+/**
+ * Why the target cannot be benchmarked (no connection, or it refuses the credentials), or null.
+ * Asked before the schedule is drawn: a dead server fails the run in seconds, not after a
+ * duration of transport errors.
+ */
+export async function unreachable(c: BenchConfig, timeoutMs = 5000): Promise<string | null> {
+  try {
+    const res = await undiciRequest(new URL('/v1/models', c.url), { headers: { ...c.headers }, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, signal: AbortSignal.timeout(timeoutMs) });
+    await res.body.dump();
+    if (res.statusCode === 401 || res.statusCode === 403) return `${c.url} refused the request's credentials (HTTP ${res.statusCode}): check --api-key and --header`;
+    return null;
+  } catch (err) {
+    const e = err as Error & { code?: string; cause?: { code?: string } };
+    const code = e.code ?? e.cause?.code ?? e.name;
+    return `cannot reach ${c.url} (${code}${e.message === '' ? '' : `: ${e.message}`}); is the server running?`;
+  }
+}
+
+/** The config as meta.json records it: header values (credentials) redacted. */
+function recordedConfig(c: BenchConfig, model: string): Record<string, unknown> {
+  const headers = Object.fromEntries(Object.keys(c.headers ?? {}).map((k) => [k, '<redacted>']));
+  return { ...c, model, headers };
+}
+
 export async function resolveModel(c: BenchConfig): Promise<string> {
   if (c.model !== null) return c.model;
   try {
-    const res = await undiciRequest(new URL('/v1/models', c.url), { headersTimeout: 2000, bodyTimeout: 2000 });
+    const res = await undiciRequest(new URL('/v1/models', c.url), { headers: { ...c.headers }, headersTimeout: 2000, bodyTimeout: 2000 });
     const j = (await res.body.json()) as { data?: Array<{ id?: string }> };
     return j.data?.[0]?.id ?? 'default';
   } catch {
@@ -112,9 +138,9 @@ export async function resolveModel(c: BenchConfig): Promise<string> {
 }
 
 /** GET /stats on the target, if it has one. */
-export async function fetchStats(url: string): Promise<unknown> {
+export async function fetchStats(url: string, headers: Readonly<Record<string, string>> = {}): Promise<unknown> {
   try {
-    const res = await undiciRequest(new URL('/stats', url), { headersTimeout: 2000, bodyTimeout: 2000 });
+    const res = await undiciRequest(new URL('/stats', url), { headers: { ...headers }, headersTimeout: 2000, bodyTimeout: 2000 });
     if (res.statusCode !== 200) {
       await res.body.dump();
       return null;
@@ -170,8 +196,9 @@ export async function runBench(c: BenchConfig, dir: string, progress?: Progress)
     timeoutMs: c.timeoutS * 1000,
     sloHeaderMs: c.sloHeaderMs,
     ignoreEos: c.ignoreEos,
+    headers: c.headers ?? {},
   };
-  const statsBefore = await fetchStats(c.url);
+  const statsBefore = await fetchStats(c.url, c.headers);
   const startedAt = new Date().toISOString();
   const edges = { durationMs: c.durationS * 1000, warmupMs: c.warmupS * 1000, cooldownMs: c.cooldownS * 1000 };
   const records =
@@ -179,7 +206,7 @@ export async function runBench(c: BenchConfig, dir: string, progress?: Progress)
       ? await runOpenLoop({ client, arrivalsMs, specs, ...edges, ...(progress ? { progress } : {}) })
       : await runClosedLoop({ client, concurrency: c.concurrency, nextSpec: () => workload.next(), ...edges, ...(progress ? { progress } : {}) });
   const finishedAt = new Date().toISOString();
-  const statsAfter = await fetchStats(c.url);
+  const statsAfter = await fetchStats(c.url, c.headers);
   await writeRecords(dir, records);
   const meta = {
     tool: 'headroom bench run',
@@ -188,7 +215,7 @@ export async function runBench(c: BenchConfig, dir: string, progress?: Progress)
       c.loop === 'closed'
         ? 'CLOSED LOOP (N workers): offered load follows server speed; for capacity calibration only, not overload behaviour'
         : 'open loop: scheduled arrivals, latency from intended arrival',
-    config: { ...c, model },
+    config: recordedConfig(c, model),
     seed: c.seed,
     window_s: c.durationS - c.warmupS - c.cooldownS,
     timeout_ms: c.timeoutS * 1000,

@@ -17,6 +17,8 @@ import type { FinishReason } from '../engine/outputs.ts';
 import type { RefusalReason } from '../backend/refusal.ts';
 import { REFUSAL_REASONS } from '../backend/refusal.ts';
 import type { StepKind } from '../engine/step-record.ts';
+import type { Outcome } from '../api/request-log.ts';
+import { OUTCOMES as API_OUTCOMES } from '../api/request-log.ts';
 import { admissionBuckets, sloBuckets, stepBuckets, tokenLatencyBuckets } from './buckets.ts';
 
 // Refusal reasons come from the one vocabulary (backend/refusal.ts); all exist at 0 from the start,
@@ -33,7 +35,12 @@ export interface MetricsOptions {
   readonly stats: () => EngineStats;
   /** Node process metrics (CPU, memory, event-loop lag); default true. */
   readonly processMetrics?: boolean;
+  /** The tenant label's values (the API keys' tenants); default `default` alone. Others count as `other`. */
+  readonly tenants?: readonly string[];
 }
+
+/** The tenant label of a tenant outside the configured set (cannot happen with keys from auth.ts; bounds the label anyway). */
+const OTHER_TENANT = 'other';
 
 /** One latency, observed under both names at once. */
 export class LatencyPair {
@@ -69,6 +76,10 @@ export class Metrics {
   readonly #promptTokens: { inc(n: number): void }[];
   readonly #generationTokens: { inc(n: number): void }[];
   readonly #model: string;
+  readonly #tenants: ReadonlySet<string>;
+  readonly #apiRequests: CounterT<'tenant' | 'outcome'>;
+  readonly #bypassed: CounterT<'tenant'>;
+  readonly #authFailures: CounterT;
 
   constructor(opts: MetricsOptions) {
     const reg = this.registry;
@@ -114,6 +125,16 @@ export class Metrics {
     this.#promptTokens = tokenCounters('headroom_prompt_tokens_total', 'vllm:prompt_tokens_total', 'Prompt');
     this.#generationTokens = tokenCounters('headroom_generation_tokens_total', 'vllm:generation_tokens_total', 'Generation');
 
+    // API requests by tenant: the tenant label is a closed set (the configured keys' tenants).
+    this.#tenants = new Set(opts.tenants ?? ['default']);
+    this.#apiRequests = new Counter({ name: 'headroom_api_requests_total', help: 'HTTP requests served, by tenant and outcome (ok, refused, error, aborted, timeout).', labelNames: ['tenant', 'outcome'], registers: [reg] });
+    this.#bypassed = new Counter({ name: 'headroom_admission_bypassed_total', help: 'Requests an operator key sent past admission control (x-headroom-bypass-admission), by tenant.', labelNames: ['tenant'], registers: [reg] });
+    this.#authFailures = new Counter({ name: 'headroom_auth_failures_total', help: 'Requests refused with 401 (no API key or a wrong one).', registers: [reg] });
+    for (const tenant of this.#tenants) {
+      for (const outcome of API_OUTCOMES) this.#apiRequests.inc({ tenant, outcome }, 0);
+      this.#bypassed.inc({ tenant }, 0);
+    }
+
     this.#registerState(opts);
     if (opts.processMetrics ?? true) collectDefaultMetrics({ register: reg });
   }
@@ -126,6 +147,23 @@ export class Metrics {
 
   refused(reason: RefusalReason): void {
     this.#refusals.inc({ reason });
+  }
+
+  /** An HTTP request is over (once per request, from its log line). */
+  apiRequest(tenant: string, outcome: Outcome): void {
+    this.#apiRequests.inc({ tenant: this.#tenantLabel(tenant), outcome });
+  }
+
+  admissionBypassed(tenant: string): void {
+    this.#bypassed.inc({ tenant: this.#tenantLabel(tenant) });
+  }
+
+  authFailed(): void {
+    this.#authFailures.inc();
+  }
+
+  #tenantLabel(tenant: string): string {
+    return this.#tenants.has(tenant) ? tenant : OTHER_TENANT;
   }
 
   promptTokens(n: number): void {

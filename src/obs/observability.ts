@@ -21,6 +21,10 @@ export interface ObservabilityOptions {
   readonly tracing?: Omit<TracingOptions, 'endpoint'>;
   /** Node process metrics on /metrics (default true). */
   readonly processMetrics?: boolean;
+  /** `model_name` on the vLLM-compatible series (default: the runner's model id; serve: the first served name). */
+  readonly modelName?: string;
+  /** Every tenant a request can come from (the API keys'; default just `default`): the tenant label's values. */
+  readonly tenants?: readonly string[];
 }
 
 export class Observability {
@@ -31,7 +35,13 @@ export class Observability {
     this.metrics =
       opts.metrics === false
         ? null
-        : new Metrics({ sloMs: opts.sloMs, modelName: engine.runner.info.modelId, stats: () => engine.stats(), ...(opts.processMetrics === undefined ? {} : { processMetrics: opts.processMetrics }) });
+        : new Metrics({
+            sloMs: opts.sloMs,
+            modelName: opts.modelName ?? engine.runner.info.modelId,
+            stats: () => engine.stats(),
+            ...(opts.processMetrics === undefined ? {} : { processMetrics: opts.processMetrics }),
+            ...(opts.tenants === undefined ? {} : { tenants: opts.tenants }),
+          });
     if (this.metrics !== null) engine.onStep(new StepMetrics(this.metrics).onStep);
     this.tracer = opts.otelEndpoint === undefined ? null : new RequestTracer({ endpoint: opts.otelEndpoint, ...opts.tracing });
   }
@@ -41,19 +51,19 @@ export class Observability {
     this.metrics?.admissionSeconds.observe(ms / 1000);
   }
 
-  refused(t: RequestTimeline, reason: RefusalReason, traceparent?: string): void {
+  refused(t: RequestTimeline, reason: RefusalReason, traceparent?: string, httpRequestId?: string): void {
     this.metrics?.refused(reason);
-    this.tracer?.refused(t, reason, traceparent);
+    this.tracer?.refused(t, reason, traceparent, httpRequestId);
   }
 
   /** Exactly once per admitted request (per choice), from its finish event. */
-  finished(t: RequestTimeline, reason: FinishReason, traceparent?: string): void {
+  finished(t: RequestTimeline, reason: FinishReason, traceparent?: string, httpRequestId?: string): void {
     const m = this.metrics;
     if (m !== null) {
       m.finished(reason);
       if (t.finishedMs !== null) m.e2e.observe((t.finishedMs - t.arrivalMs) / 1000);
     }
-    this.tracer?.finished(t, reason, traceparent);
+    this.tracer?.finished(t, reason, traceparent, httpRequestId);
   }
 
   /** Flush and stop the exporter (buffered spans are sent). */

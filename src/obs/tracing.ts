@@ -12,7 +12,8 @@
 // step, so while a request decodes tracing costs it nothing; what is left is a few span objects
 // per finished request and the exporter's periodic POST (measured in bench/obs/tracing-cost.ts).
 // A phase that never began is absent (an abort in the queue has only `queue`). A caller's W3C
-// `traceparent` header, when present and valid, becomes the request span's parent.
+// `traceparent` header, when present and valid, becomes the request span's parent. The HTTP
+// request id (`x-request-id`, the id in the request log line) is the span's `http.request_id`.
 
 import type { Attributes, Context, Span, Tracer } from '@opentelemetry/api';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace } from '@opentelemetry/api';
@@ -48,9 +49,9 @@ export class RequestTracer {
   }
 
   /** A finished request: the request span and its phases. Times are engine ms (performance.now()). */
-  finished(req: RequestTimeline, reason: FinishReason, traceparent?: string): void {
+  finished(req: RequestTimeline, reason: FinishReason, traceparent?: string, httpRequestId?: string): void {
     const end = req.finishedMs ?? performance.now();
-    const root = this.#root(req, traceparent, { 'headroom.finish_reason': reason, 'gen_ai.usage.output_tokens': req.numOutputTokens, 'headroom.cached_tokens': req.numCachedTokens, 'headroom.preemptions': req.numPreemptions });
+    const root = this.#root(req, traceparent, httpRequestId, { 'headroom.finish_reason': reason, 'gen_ai.usage.output_tokens': req.numOutputTokens, 'headroom.cached_tokens': req.numCachedTokens, 'headroom.preemptions': req.numPreemptions });
     if (reason === 'error') root.setStatus({ code: SpanStatusCode.ERROR });
     const ctx = trace.setSpan(ROOT_CONTEXT, root);
     const admitted = req.scheduledMs;
@@ -62,8 +63,8 @@ export class RequestTracer {
   }
 
   /** A refused request: the request span alone, marked with the reason. */
-  refused(req: RequestTimeline, reason: RefusalReason, traceparent?: string): void {
-    const root = this.#root(req, traceparent, { 'headroom.refusal_reason': reason });
+  refused(req: RequestTimeline, reason: RefusalReason, traceparent?: string, httpRequestId?: string): void {
+    const root = this.#root(req, traceparent, httpRequestId, { 'headroom.refusal_reason': reason });
     root.setStatus({ code: SpanStatusCode.ERROR, message: `refused: ${reason}` });
     root.end(epochMs(performance.now()));
   }
@@ -77,8 +78,8 @@ export class RequestTracer {
     return this.#provider.shutdown();
   }
 
-  #root(req: RequestTimeline, traceparent: string | undefined, extra: Attributes): Span {
-    const attributes: Attributes = { 'headroom.request_id': req.requestId, 'gen_ai.usage.input_tokens': req.numPromptTokens, 'headroom.max_tokens': req.maxTokens, 'headroom.slo_ms': req.deadlineMs - req.arrivalMs, ...extra };
+  #root(req: RequestTimeline, traceparent: string | undefined, httpRequestId: string | undefined, extra: Attributes): Span {
+    const attributes: Attributes = { 'headroom.request_id': req.requestId, ...(httpRequestId === undefined ? {} : { 'http.request_id': httpRequestId }), 'gen_ai.usage.input_tokens': req.numPromptTokens, 'headroom.max_tokens': req.maxTokens, 'headroom.slo_ms': req.deadlineMs - req.arrivalMs, ...extra };
     return this.#tracer.startSpan('headroom.request', { kind: SpanKind.SERVER, startTime: epochMs(req.arrivalMs), attributes }, parentContext(traceparent));
   }
 

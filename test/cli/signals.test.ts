@@ -1,7 +1,8 @@
 // Signals against a real `headroom serve` process: a second SIGTERM during a drain exits at once
 // (code 3, with a log line), and the drain deadline ends a 1,000-token stream with a final SSE
-// error event and [DONE], /health answering until then, and the process exits (code 2) within
-// 2 s of that event.
+// error event and [DONE], /health answering until then, and the process exits (code 2) soon after
+// that event. No fixed wall-clock bounds: "at once" is checked as "before the stream finished", and
+// "soon" against the flush window plus this machine's own CLI start-up time, measured in the test.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { request } from 'undici';
@@ -44,14 +45,28 @@ test('a second SIGTERM during the drain exits at once with a log line', async ()
     const { code, atMs } = await p.exited;
     assert.equal(code, 3, p.output());
     assert.match(p.output(), /SIGTERM again during the drain: exiting now/);
-    assert.ok(atMs - t0 < 2000, `the second signal took ${(atMs - t0).toFixed(0)} ms to end the process`);
     await finished;
+    // Drained, the 1,000-token stream would have ended with [DONE]; forced, it is cut.
+    assert.ok(!s.frames.some((f) => f.data === '[DONE]'), `the stream finished (${s.frames.length} frames): the second signal did not cut the drain`);
+    console.log(`second signal: exit ${(atMs - t0).toFixed(0)} ms after it, ${s.frames.length} frames streamed`);
   } finally {
     p.proc.kill('SIGKILL');
   }
 });
 
-test(`the drain deadline ends a 1,000-token stream with an error event and [DONE]; /health answers until then; exit within 2 s`, async () => {
+/** How long this machine takes, now, to start the CLI and print help (scales with its load). */
+async function cliStartMs(): Promise<number> {
+  const t0 = performance.now();
+  const help = spawnServe(['--help']);
+  await help.exited;
+  return performance.now() - t0;
+}
+
+/** How long the server gives cut streams to flush after the drain deadline (CUT_FLUSH_MS in src/app.ts). */
+const CUT_FLUSH_MS = 1000;
+
+test(`the drain deadline ends a 1,000-token stream with an error event and [DONE]; /health answers until then; exit soon after`, async () => {
+  const startMs = await cliStartMs();
   const p = spawnServe(['--runner', 'mock', '--host', '127.0.0.1', '--port', '0', '--mock-speed', '4', '--drain-timeout-ms', String(DEADLINE_MS)]);
   try {
     const url = (await p.waitFor(/serving .* on (http:\/\/[\d.:]+)/))[1]!;
@@ -89,7 +104,8 @@ test(`the drain deadline ends a 1,000-token stream with an error event and [DONE
     assert.ok(tokens > 10 && tokens < 1000, `the stream got ${tokens} tokens: the deadline should cut it part-way`);
     const cutAfterMs = errorFrame.atMs - killedAt;
     assert.ok(cutAfterMs >= DEADLINE_MS - 50, `cut ${cutAfterMs.toFixed(0)} ms after SIGTERM, before the deadline`);
-    assert.ok(atMs - errorFrame.atMs < 2000, `exited ${(atMs - errorFrame.atMs).toFixed(0)} ms after the error event`);
+    const exitBoundMs = CUT_FLUSH_MS + Math.max(1000, 2 * startMs);
+    assert.ok(atMs - errorFrame.atMs < exitBoundMs, `exited ${(atMs - errorFrame.atMs).toFixed(0)} ms after the error event (bound ${exitBoundMs.toFixed(0)} ms: flush + CLI start-up ${startMs.toFixed(0)} ms)`);
     assert.ok(healthOk >= 5, `/health answered only ${healthOk} times during the drain`);
     assert.ok(healthFailedAt >= errorFrame.atMs - 100, `/health stopped answering ${(errorFrame.atMs - healthFailedAt).toFixed(0)} ms before the deadline`);
     assert.match(p.output(), /drain deadline passed/);

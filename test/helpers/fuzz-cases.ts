@@ -69,7 +69,7 @@ function nested(depth: number): string {
 
 const jsonCaseArb: fc.Arbitrary<JsonCase> = fc.oneof(
   // Any JSON at all as the body: never a valid request (the model must match).
-  fc.record({ path: fc.constantFrom('/v1/chat/completions', '/v1/completions'), body: anyJson }).map(({ path, body }) => ({ path, headers: {}, body: Buffer.from(JSON.stringify(body) ?? 'null') })),
+  fc.record({ path: fc.constantFrom('/v1/chat/completions', '/v1/completions', '/v1/responses'), body: anyJson }).map(({ path, body }) => ({ path, headers: {}, body: Buffer.from(JSON.stringify(body) ?? 'null') })),
   // A valid body with one field made invalid, plus noise the API ignores.
   fc.record({ chat: fc.boolean(), field: fc.constantFrom(...Object.keys(INVALID), 'messages-or-prompt'), extra: extras, stream: fc.boolean() }).chain(({ chat, field, extra, stream }) => {
     const valueArb = field === 'messages-or-prompt' ? (chat ? invalidMessages : invalidPrompt) : INVALID[field]!;

@@ -32,7 +32,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
   const runner = opts.runner ?? new MockRunner({ cost: { speed: 0 }, ...opts.mock });
   const headroom = new Headroom({
     runner,
-    server: serverConfig({ host: '127.0.0.1', port: 0, ...opts.server }),
+    server: serverConfig({ host: '127.0.0.1', port: 0, logLevel: 'silent', ...opts.server }),
     scheduler: opts.scheduler ?? { scheduler: 'fifo' },
     maxQueuedRequests: opts.maxQueuedRequests ?? 1024,
     ...(opts.onEngineFailure === undefined ? {} : { onEngineFailure: opts.onEngineFailure }),

@@ -1,7 +1,9 @@
 // A real Prometheus (Debian's `prometheus` binary) scrapes a running Headroom every second while a
 // little load runs; its HTTP API must then answer a histogram_quantile over a Headroom histogram
 // within the range the client measured, and counters equal to what was sent.
-// `.ci/run` installs the binary when missing; without it this test fails and says so.
+// `.ci/run` installs the binary when missing. Elsewhere, without it, this test is skipped with a
+// reason (`npm test` needs no download); under CI (CI=true) a missing binary fails it instead, so
+// CI never passes without the real scrape.
 
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
@@ -13,9 +15,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { startTestServer } from '../helpers/headroom.ts';
+import { sloBuckets } from '../../src/obs/buckets.ts';
 import { complete, pool, sleep } from './util.ts';
 
 const SLO_MS = 200;
+
+/** The request-latency bucket [lower, upper] holding `seconds` (past the last bound: the last bound, where histogram_quantile stops). */
+function bucketAround(seconds: number): [number, number] {
+  const bounds = sloBuckets(SLO_MS);
+  const i = bounds.findIndex((b) => b >= seconds);
+  if (i < 0) return [bounds[bounds.length - 1]!, bounds[bounds.length - 1]!];
+  return [i === 0 ? 0 : bounds[i - 1]!, bounds[i]!];
+}
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -70,7 +81,10 @@ test('Prometheus scrapes Headroom: a TTFT/E2E quantile and request counters come
   try {
     execFileSync('prometheus', ['--version'], { stdio: 'ignore' });
   } catch {
-    assert.fail('the `prometheus` binary is not installed (apt-get install prometheus; .ci/run does this)');
+    const why = 'the `prometheus` binary is not installed (apt-get install prometheus; .ci/run does this)';
+    if (process.env['CI'] === 'true') assert.fail(why);
+    t.skip(why);
+    return;
   }
   // Requests of ~50–250 ms around a 200 ms SLO, so the dense buckets are the ones in use.
   const s = await startTestServer({ mock: { cost: { speed: 1, stepOverheadMs: 2, decodeSeqMs: 0.5 } }, scheduler: { scheduler: 'continuous' }, server: { sloMs: SLO_MS } });
@@ -114,12 +128,14 @@ test('Prometheus scrapes Headroom: a TTFT/E2E quantile and request counters come
     const p99 = (await promQuery(base, 'histogram_quantile(0.99, sum by (le) (vllm:e2e_request_latency_seconds_bucket))'))!;
     const ttft = (await promQuery(base, 'histogram_quantile(0.5, sum by (le) (headroom_time_to_first_token_seconds_bucket))'))!;
     const detail = `client E2E [${minS.toFixed(3)}, ${maxS.toFixed(3)}] s; prometheus p50 ${p50.toFixed(3)}, p99 ${p99.toFixed(3)}, TTFT p50 ${ttft.toFixed(3)}`;
-    // Server-side E2E is inside the client's wall time; interpolation stays inside one bucket
-    // (at most 10% of the SLO wide here), so the quantiles land within what was measured.
+    // Server-side E2E is inside the client's wall time, and interpolation stays inside the bucket
+    // the true quantile is in: the quantiles land within the buckets around what was measured.
+    // (Bucket edges, not a fixed slack: on a loaded machine latencies reach the sparse tail buckets.)
     t.diagnostic(detail);
     const slack = 0.1 * (SLO_MS / 1000);
-    assert.ok(p50 >= minS - slack && p50 <= maxS, detail);
-    assert.ok(p99 >= p50 && p99 <= maxS + slack, detail);
+    const [lo, hi] = [bucketAround(minS - slack)[0], bucketAround(maxS)[1]];
+    assert.ok(p50 >= lo && p50 <= hi, `${detail}; buckets [${lo}, ${hi}]`);
+    assert.ok(p99 >= p50 && p99 <= hi, `${detail}; buckets [${lo}, ${hi}]`);
     assert.ok(ttft > 0 && ttft < p50, detail);
   } catch (e) {
     if (log !== '') console.error(`prometheus log:\n${log}`);

@@ -1,29 +1,33 @@
 // `headroom bench`: run (open or closed loop), report (any SLO, from raw records), stub (a
 // model-free server to validate the harness), validate (the harness's own validation suite).
+// Only light modules are imported at the top: the harness (DuckDB) and the progress bar are
+// imported inside each action, so `--help` stays fast.
 import type { Command } from 'commander';
-import { Option } from 'commander';
+import { InvalidArgumentError, Option } from 'commander';
+import { existsSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import cliProgress from 'cli-progress';
 import type { BenchConfig } from '../../harness/run.ts';
-import { runBench } from '../../harness/run.ts';
 import type { Progress } from '../../harness/generator.ts';
-import { readMeta, readRecords } from '../../harness/store.ts';
-import { byClass, sloSensitivity, summarize } from '../../harness/report.ts';
-import { renderReport, toJson } from '../../harness/format.ts';
 import { DEFAULT_STUB, startStubServer } from '../../harness/stub-server.ts';
-import { runValidation } from '../../harness/validate.ts';
-import { measureMaxRate } from '../../harness/max-rate.ts';
-import { writeFile, mkdir } from 'node:fs/promises';
+import { UserError } from '../user-error.ts';
 
 const num = (v: string): number => {
   const n = Number(v);
-  if (!Number.isFinite(n)) throw new Error(`expected a number, got ${v}`);
+  if (v.trim() === '' || !Number.isFinite(n)) throw new InvalidArgumentError(`expected a number, got '${v}'`);
   return n;
 };
 const int = (v: string): number => {
   const n = num(v);
-  if (!Number.isInteger(n)) throw new Error(`expected an integer, got ${v}`);
+  if (!Number.isInteger(n)) throw new InvalidArgumentError(`expected an integer, got '${v}'`);
   return n;
+};
+/** `--header 'name: value'`, repeatable: collected into one object. */
+const header = (v: string, previous: Record<string, string>): Record<string, string> => {
+  const i = v.indexOf(':');
+  const name = i < 0 ? '' : v.slice(0, i).trim();
+  if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) throw new InvalidArgumentError(`expected 'name: value', got '${v}'`);
+  return { ...previous, [name.toLowerCase()]: v.slice(i + 1).trim() };
 };
 const numList = (v: string): number[] => v.split(/[,:]/).map(num);
 
@@ -54,6 +58,8 @@ interface RunFlags {
   slo: number;
   json: boolean;
   progress: boolean;
+  apiKey?: string;
+  header: Record<string, string>;
 }
 
 export function registerBenchCommands(program: Command): void {
@@ -88,9 +94,13 @@ export function registerBenchCommands(program: Command): void {
     .option('--slo <ms>', 'E2E SLO for the summary printed after the run', num, 4000)
     .option('--json', 'print the summary as JSON', false)
     .option('--no-progress', 'no progress bar')
+    .option('--api-key <key>', 'send Authorization: Bearer <key> with every request')
+    .addOption(new Option('--header <name:value>', 'send this header with every request (repeatable)').argParser(header).default({}, 'none'))
     .action(async (f: RunFlags) => {
       const mix = f.mix;
-      if (mix.length !== 3) throw new Error(`--mix: expected three weights s:m:l, got ${mix.join(':')}`);
+      if (mix.length !== 3) throw new UserError(`--mix: expected three weights s:m:l, got ${mix.join(':')}`);
+      const { runBench, unreachable, validateConfig } = await import('../../harness/run.ts');
+      const { default: cliProgress } = await import('cli-progress');
       const cfg: BenchConfig = {
         url: f.url,
         path: f.path,
@@ -114,7 +124,15 @@ export function registerBenchCommands(program: Command): void {
         sloHeaderMs: f.sloHeaderMs ?? null,
         ignoreEos: f.ignoreEos,
         maxSlipP99Ms: f.maxSlipP99Ms,
+        headers: { ...f.header, ...(f.apiKey === undefined ? {} : { authorization: `Bearer ${f.apiKey}` }) },
       };
+      try {
+        validateConfig(cfg);
+      } catch (err) {
+        throw new UserError((err as Error).message);
+      }
+      const problem = await unreachable(cfg);
+      if (problem !== null) throw new UserError(problem);
       const stamp = new Date().toISOString().replace(/[:.]/g, '-');
       const dir = f.out ?? path.join('results', 'runs', `${stamp}-${f.workload}-${f.loop}`);
       const progress: Progress = { numSent: 0, numDone: 0, numPlanned: 0 };
@@ -151,6 +169,8 @@ export function registerBenchCommands(program: Command): void {
     .option('--slo-grid <list>', 'SLOs for the sensitivity table (default 0.5x..2x of --slo)', numList)
     .option('--json', 'JSON summary (vLLM bench-serve key names)', false)
     .action(async (dirs: string[], f: { slo: number; sloGrid?: number[]; json: boolean }) => {
+      const missing = dirs.find((d) => !existsSync(path.join(d, 'meta.json')));
+      if (missing !== undefined) throw new UserError(`${missing}: not a result folder (no meta.json; bench run writes one)`);
       for (const dir of dirs) await printReport(dir, f.slo, f.sloGrid ?? null, f.json);
     });
 
@@ -178,9 +198,11 @@ export function registerBenchCommands(program: Command): void {
   bench
     .command('validate')
     .description("The harness's own validation: KS over seeds, stub below capacity, stub at 2x capacity")
-    .option('--out <dir>', 'where to write the validation results', path.join('results', 'validation'))
+    .option('--out <dir>', 'where to write the validation results (the committed record is results/validation)', path.join('results', 'runs', 'validation'))
     .option('--quick', 'short runs (minutes -> seconds) for a smoke check', false)
     .action(async (f: { out: string; quick: boolean }) => {
+      const { runValidation } = await import('../../harness/validate.ts');
+      const { toJson } = await import('../../harness/format.ts');
       const summary = await runValidation(f.out, f.quick);
       process.stdout.write(toJson(summary) + '\n');
       if (!summary.all_pass) process.exitCode = 1;
@@ -196,6 +218,8 @@ export function registerBenchCommands(program: Command): void {
     .option('--stub-ttft-ms <ms>', 'stub service time', num, 5)
     .option('--out <file>', 'write the result JSON here')
     .action(async (f: { rates: number[]; durationS: number; repeats: number; slipBoundMs: number; stubTtftMs: number; out?: string }) => {
+      const { measureMaxRate } = await import('../../harness/max-rate.ts');
+      const { toJson } = await import('../../harness/format.ts');
       const res = await measureMaxRate(
         { ratesPerS: f.rates, durationS: f.durationS, repeats: f.repeats, slipBoundMs: f.slipBoundMs, stubTtftMs: f.stubTtftMs },
         (line) => process.stderr.write(line + '\n'),
@@ -210,6 +234,9 @@ export function registerBenchCommands(program: Command): void {
 }
 
 async function printReport(dir: string, sloMs: number, grid: number[] | null, json: boolean): Promise<void> {
+  const { readMeta, readRecords } = await import('../../harness/store.ts');
+  const { byClass, sloSensitivity, summarize } = await import('../../harness/report.ts');
+  const { renderReport, toJson } = await import('../../harness/format.ts');
   const meta = await readMeta(dir);
   const records = await readRecords(dir);
   const windowS = Number(meta['window_s']);

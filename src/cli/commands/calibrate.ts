@@ -1,12 +1,13 @@
 // `headroom calibrate --model FILE`: measures the llama runner on this machine and writes
-// results/calibration/<model>.json with the machine, thread count and source hash.
+// results/runs/calibration/<model>.json (--out-dir results/calibration updates the committed record) with the machine, thread count and source hash.
 import type { Command } from 'commander';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, release, totalmem } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { LlamaRunner } from '../../engine/runner/llama/llama-runner.ts';
 import { calibrate } from '../../engine/runner/llama/calibrate.ts';
+import { UserError } from '../user-error.ts';
 
 interface CalibrateOpts {
   model: string;
@@ -27,7 +28,7 @@ function git(args: string[]): string {
 
 function positive(name: string, v: string): number {
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`${name}: expected a positive integer, got ${v}`);
+  if (!Number.isInteger(n) || n < 1) throw new UserError(`${name}: expected a positive integer, got '${v}'`);
   return n;
 }
 
@@ -37,7 +38,7 @@ export function registerCalibrateCommand(program: Command): void {
     .description('Measure prefill/decode throughput and per-step addon overhead of the llama runner on this machine')
     .requiredOption('--model <file>', 'GGUF model to calibrate')
     .option('--threads <n>', 'llama.cpp threads', '2')
-    .option('--out-dir <dir>', 'where to write <model>.json', 'results/calibration')
+    .option('--out-dir <dir>', 'where to write <model>.json (the committed records are in results/calibration)', 'results/runs/calibration')
     .option('--repeats <n>', 'prefill and mixed-step repeats', '5')
     .option('--steps <n>', 'decode steps per batch size', '24')
     .option('--batches <list>', 'decode batch sizes', '1,4,8,16')
@@ -45,6 +46,7 @@ export function registerCalibrateCommand(program: Command): void {
       const threads = positive('--threads', opts.threads);
       const batches = opts.batches.split(',').map((b) => positive('--batches', b));
       const modelPath = resolve(opts.model);
+      if (!existsSync(modelPath)) throw new UserError(`model file not found: ${opts.model}`);
       const maxBatch = Math.max(...batches);
       const runner = new LlamaRunner({ modelPath, threads, maxSequences: Math.max(maxBatch, 9), maxBatchTokens: 512, contextTokens: 4096 });
       const log = (line: string): void => void process.stderr.write(`[calibrate] ${line}\n`);

@@ -8,14 +8,19 @@
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { Option } from 'commander';
-import { serverConfig } from '../../api/config.ts';
-import { Headroom } from '../../app.ts';
+import { KeyRing } from '../../api/auth.ts';
+import { LOG_FORMATS, LOG_LEVELS, serverConfig } from '../../api/config.ts';
+import type { LogFormat, LogLevel } from '../../api/config.ts';
+import type { Headroom } from '../../app.ts';
 import type { SchedulerName } from '../../engine/scheduler/factory.ts';
 import { createRunner } from '../../engine/runner/factory.ts';
 import { EXIT_CODES, StartupError, startupErrorLine } from '../startup-errors.ts';
 import type { AdmissionConfig } from '../../admission/factory.ts';
 import { fileSha256, machineIdentity } from '../../admission/provenance.ts';
 import { DEFAULT_MODEL_PATH } from '../../model/default-model.ts';
+import type { EffectiveConfig } from '../config.ts';
+import { effectiveConfig, originNote } from '../config.ts';
+import { debugEnabled } from '../user-error.ts';
 
 interface ServeFlags {
   host: string;
@@ -62,6 +67,13 @@ interface ServeFlags {
   admissionCalibrationTraces?: string;
   admissionAllowMismatch: boolean;
   admissionHeadroom: 'on' | 'off';
+  logLevel: LogLevel;
+  logFormat: LogFormat;
+  logPrompts: boolean;
+  apiKeyFile?: string;
+  corsOrigin: string[];
+  servedModelName?: string[];
+  protectMetrics: boolean;
 }
 
 const int = (name: string, v: string): number => {
@@ -130,26 +142,33 @@ export function registerServeCommand(program: Command): void {
     .option('--admission-allow-mismatch', 'use an artifact fitted on another runner, model or machine (warns)', false)
     .addOption(new Option('--admission-headroom <on|off>', 'admit what the bound refuses while the engine visibly has room (nothing queued, a small batch), checked against its own miss rate').choices(['on', 'off']).default('on'))
     .option('--trace-out <file>', 'append one admission-trace JSON line per request (features as admission saw them, then the outcome)')
+    .addOption(new Option('--log-level <level>', 'least severe log line written (request lines are info)').choices(LOG_LEVELS).default('info'))
+    .addOption(new Option('--log-format <format>', 'log lines as JSON objects or as text').choices(LOG_FORMATS).default('json'))
+    .option('--log-prompts', 'put prompt and output text in request log lines (never otherwise)', false)
+    .option('--api-key-file <file>', "API keys, one 'key tenant [role]' per line (role user|operator); also HEADROOM_API_KEYS. /health, /ready, /metrics stay open")
+    .option('--protect-metrics', 'with API keys, /metrics needs a key too (default: open, like /health and /ready)', false)
+    .option('--cors-origin <origin>', 'allow browsers on this origin (scheme://host[:port], or *) to call the API; repeatable', (v: string, prev: string[]) => [...prev, v], [] as string[])
+    .option('--served-model-name <names...>', "names the model answers to (requests must use one; /v1/models lists them); default: the model file's stem")
     .option('--no-exit-on-engine-failure', `stay up with /health at 503 when the engine fails, instead of exiting with status ${EXIT_CODES.engineFailure}`)
-    .action(async (f: ServeFlags) => {
+    .action(async (f: ServeFlags, cmd: Command) => {
       const where = { host: f.host, port: Number(f.port) };
       let headroom: Headroom;
       try {
-        headroom = await build(f);
-        const address = await headroom.listen();
-        console.log(`headroom: listening at ${address}; loading the model`);
+        headroom = await build(f, effectiveConfig(cmd));
+        // Listening and ready lines come from the server's logger.
+        await headroom.listen();
         onSignals(headroom);
         await headroom.load();
-        const info = headroom.engine.runner.info;
-        console.log(`headroom: serving ${info.modelId} with the ${info.name} runner and the ${f.scheduler} scheduler on ${address}`);
       } catch (err) {
-        console.error(`headroom: error: ${startupErrorLine(err, where)}`);
+        const line = startupErrorLine(err, where);
+        console.error(`headroom: error: ${line}${originNote(cmd, line)}`);
+        if (debugEnabled() && err instanceof Error) console.error(err.stack);
         process.exit(EXIT_CODES.startupFailure);
       }
     });
 }
 
-async function build(f: ServeFlags): Promise<Headroom> {
+async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> {
   const server = serverConfig({
     host: f.host,
     port: int('port', f.port),
@@ -164,7 +183,14 @@ async function build(f: ServeFlags): Promise<Headroom> {
     keepAliveTimeoutMs: int('keep-alive-timeout-ms', f.keepAliveTimeoutMs),
     maxConnections: int('max-connections', f.maxConnections),
     maxConnectionsPerAddress: int('max-connections-per-address', f.maxConnectionsPerAddress),
+    logLevel: f.logLevel,
+    logFormat: f.logFormat,
+    logPrompts: f.logPrompts,
+    corsOrigins: f.corsOrigin,
+    servedModelNames: f.servedModelName ?? [],
+    protectMetrics: f.protectMetrics,
   });
+  const keys = KeyRing.load({ ...(f.apiKeyFile === undefined ? {} : { file: f.apiKeyFile }), ...(process.env.HEADROOM_API_KEYS === undefined ? {} : { env: process.env.HEADROOM_API_KEYS }) });
   if (f.model !== undefined && !existsSync(f.model)) throw new StartupError(`model file not found: ${f.model}`);
   const runnerConfig = {
     runner: f.runner,
@@ -176,6 +202,9 @@ async function build(f: ServeFlags): Promise<Headroom> {
     maxBatchTokens: int('batch-tokens', f.batchTokens),
     mockSpeed: Number(f.mockSpeed),
   };
+  const admission = await admissionConfig(f);
+  // Imported here, after the flags are checked: `--help` and a bad flag never load the server and OpenTelemetry.
+  const { Headroom } = await import('../../app.ts');
   return new Headroom({
     runner: async () => {
       try {
@@ -203,7 +232,9 @@ async function build(f: ServeFlags): Promise<Headroom> {
     maxQueuedRequests: int('max-queued', f.maxQueued),
     obs: { metrics: f.metrics, ...(f.otelEndpoint === undefined ? {} : { otelEndpoint: f.otelEndpoint }) },
     ...(f.traceOut === undefined ? {} : { traceOut: f.traceOut }),
-    admission: await admissionConfig(f),
+    admission,
+    keys,
+    statsExtra: () => ({ config }),
     onEngineFailure: (error) => {
       // Every held request has already failed and the last step records are in the log.
       if (!f.exitOnEngineFailure) {
@@ -236,19 +267,20 @@ async function admissionConfig(f: ServeFlags): Promise<AdmissionConfig> {
 /** First signal: drain (or exit, if the model is still loading). Second: exit at once. */
 function onSignals(headroom: Headroom): void {
   let draining = false;
+  const log = headroom.app.log;
   const onSignal = (sig: string): void => {
     if (draining) {
-      console.log(`headroom: ${sig} again during the drain: exiting now`);
+      log.warn(`${sig} again during the drain: exiting now`);
       process.exit(EXIT_CODES.forced);
     }
     draining = true;
     if (!headroom.loaded) {
-      console.log(`headroom: ${sig} while loading the model: exiting`);
+      log.info(`${sig} while loading the model: exiting`);
       process.exit(EXIT_CODES.drained);
     }
-    console.log(`headroom: ${sig}: draining (no new requests; in-flight ones finish); a second signal exits at once`);
+    log.info(`${sig}: draining (no new requests; in-flight ones finish); a second signal exits at once`);
     void headroom.drain().then((outcome) => {
-      console.log(`headroom: ${outcome === 'drained' ? 'drained' : 'drain deadline passed; running requests were ended with an error'}; exiting`);
+      log.info(`${outcome === 'drained' ? 'drained' : 'drain deadline passed; running requests were ended with an error'}; exiting`);
       process.exit(outcome === 'drained' ? EXIT_CODES.drained : EXIT_CODES.drainDeadline);
     });
   };

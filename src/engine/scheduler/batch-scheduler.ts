@@ -24,7 +24,7 @@
 // stream for seconds while prompts queue (docs/benchmarks.md, results/peer/rate-0.6/headroom-r4).
 
 import type { Request } from '../request.ts';
-import { RequestStatus } from '../request.ts';
+import { RequestStatus, samplerHistory } from '../request.ts';
 import type { EndRequest, FinishReason } from '../request.ts';
 import { OutputCollector } from '../outputs.ts';
 import type { RequestOutput } from '../outputs.ts';
@@ -171,6 +171,7 @@ export class BatchScheduler implements Scheduler {
       sample: r.numComputedTokens + n === r.numTokens,
       resetSampler: !r.samplerStarted,
       sampling: r.sampling,
+      ...samplerHistory(r),
     }));
     return { runner: { kvOps, items }, scheduled, wakeAtMs: null, outputs };
   }
@@ -196,7 +197,7 @@ export class BatchScheduler implements Scheduler {
       if (this.#forks.size > 0) this.#forkFollowers(req, nowMs);
       const token = result.sampled[i];
       if (token == null) return;
-      const reason = req.appendToken(token, nowMs);
+      const reason = req.appendToken(token, nowMs, result.logprobs?.[i] ?? null);
       this.#outputs.touch(req);
       if (reason !== null) this.#end(req, reason, nowMs);
     });

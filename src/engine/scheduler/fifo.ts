@@ -3,7 +3,7 @@
 // chunks of at most `maxBatchTokens`, then one token per step. Sequence 0 is the only sequence.
 
 import type { Request } from '../request.ts';
-import { RequestStatus } from '../request.ts';
+import { RequestStatus, samplerHistory } from '../request.ts';
 import type { EndRequest, FinishReason } from '../request.ts';
 import { OutputCollector } from '../outputs.ts';
 import type { RequestOutput } from '../outputs.ts';
@@ -80,6 +80,7 @@ export class FifoScheduler implements Scheduler {
       sample: from + n === req.numTokens,
       resetSampler: !req.samplerStarted,
       sampling: req.sampling,
+      ...samplerHistory(req),
     };
     return { runner: { kvOps, items: [item] }, scheduled: [{ request: req, numNewTokens: n }], wakeAtMs: null, outputs };
   }
@@ -95,7 +96,7 @@ export class FifoScheduler implements Scheduler {
       req.samplerStarted = true;
       const token = result.sampled[i];
       if (token === null || token === undefined) return;
-      const reason = req.appendToken(token, nowMs);
+      const reason = req.appendToken(token, nowMs, result.logprobs?.[i] ?? null);
       this.#outputs.touch(req);
       if (reason !== null) this.#end(req, reason, nowMs);
     });

@@ -9,6 +9,9 @@ import { fileURLToPath } from 'node:url';
 const require = createRequire(import.meta.url);
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..');
 
+/** The addon's interface version (native/src/addon.cpp): 3 added the sampler config object, checkGrammar and log-probabilities. */
+export const ADDON_ABI_VERSION = 3;
+
 /** Where `npm install` (scripts/build-native.mjs) puts the addon. */
 export const DEFAULT_ADDON_PATH = join(repoRoot, 'native', 'build', 'Release', 'headroom_llama.node');
 
@@ -30,12 +33,47 @@ export interface AddonContextOptions {
   readonly allowBeyondTrained?: boolean;
 }
 
+/** One sequence's sampler chain, as setSampler takes it. */
+export interface AddonSamplerConfig {
+  /** <= 0: greedy (top-k, top-p, min-p and the seed are then unused). */
+  readonly temperature: number;
+  readonly topP: number;
+  /** 0: off. */
+  readonly topK: number;
+  /** 0: off. */
+  readonly minP: number;
+  readonly seed: number;
+  /** 1: off; over the prompt and the output. */
+  readonly repetitionPenalty: number;
+  /** 0: off; over the output only. */
+  readonly frequencyPenalty: number;
+  readonly presencePenalty: number;
+  readonly logitBiasIds: Int32Array;
+  readonly logitBiasValues: Float32Array;
+  /** GBNF with a `root` rule; '' = none. */
+  readonly grammar: string;
+  /** -1: no log-probabilities; else alternatives reported per sampled token (0..20). */
+  readonly logprobs: number;
+  /** The sequence's tokens before the first one this chain samples (prompt, then earlier output). */
+  readonly history: Int32Array;
+  readonly numPromptTokens: number;
+}
+
 /** What one native decode resolved with. Times are C++-side, in microseconds. */
 export interface AddonDecodeResult {
-  /** llama_decode's return: 0 ok, 1 no KV slot, 2 aborted, -1 invalid batch, < -1 fatal. */
+  /** llama_decode's return: 0 ok, 1 no KV slot, 2 aborted, -1 invalid batch, < -1 fatal; 3: a sampler threw (see message). */
   readonly status: number;
   /** One sampled token per row whose sample flag was set, in row order (empty unless status is 0). */
   readonly sampled: Int32Array;
+  /** Per sampled row: the chosen token's log-probability under the raw logits (NaN where the sequence did not ask). */
+  readonly chosenLogprob: Float32Array;
+  /** Per sampled row: how many alternatives it has in topIds/topLogprobs (0 where not asked). */
+  readonly numTop: Int32Array;
+  /** The alternatives of every sampled row, flattened in row order, most probable first. */
+  readonly topIds: Int32Array;
+  readonly topLogprobs: Float32Array;
+  /** Why sampling failed (status 3). */
+  readonly message?: string;
   /** Wall time of llama_decode alone. */
   readonly decodeUs: number;
   /** Wall time of sampling every flagged row. */
@@ -78,8 +116,13 @@ export interface AddonTokenizeResult {
 export interface AddonContext {
   /** Rows are column-wise: row i is (tokens[i], pos[i], seq[i], sample[i] != 0). Runs off the JS thread. */
   decode(tokens: Int32Array, pos: Int32Array, seq: Int32Array, sample: Uint8Array): Promise<AddonDecodeResult>;
-  /** A fresh sampler for `seq`: greedy when temperature <= 0, else top-p → temperature → seeded draw. */
-  setSampler(seq: number, temperature: number, topP: number, seed: number): void;
+  /**
+   * A fresh sampler chain for `seq` (order in native/src/context.cpp SetSampler); false when the
+   * grammar does not parse or does not accept the history (the sequence then samples greedily).
+   */
+  setSampler(seq: number, config: AddonSamplerConfig): boolean;
+  /** Whether llama.cpp parses `gbnf` (root rule `root`) for this vocabulary; on the calling thread. */
+  checkGrammar(gbnf: string): boolean;
   /** llama_memory_seq_cp: tag src's cells in [p0, p1) as also belonging to dst (p1 < 0: to the end). */
   seqCopy(src: number, dst: number, p0: number, p1: number): void;
   /** llama_memory_seq_rm; false when a partial removal is impossible. */
@@ -137,8 +180,8 @@ export function loadLlamaAddon(path: string = DEFAULT_ADDON_PATH): LlamaAddon {
       cause: err,
     });
   }
-  if (addon.abiVersion !== 2 || typeof addon.HeadroomLlama !== 'function') {
-    throw new AddonNotBuiltError(`The llama.cpp addon at ${path} is stale (abiVersion ${addon.abiVersion}, expected 2). ${HOW_TO_BUILD}`);
+  if (addon.abiVersion !== ADDON_ABI_VERSION || typeof addon.HeadroomLlama !== 'function') {
+    throw new AddonNotBuiltError(`The llama.cpp addon at ${path} is stale (abiVersion ${addon.abiVersion}, expected ${ADDON_ABI_VERSION}). ${HOW_TO_BUILD}`);
   }
   loaded.set(path, addon);
   return addon;

@@ -11,9 +11,9 @@
 //   close() waits for those in flight.
 import { basename } from 'node:path';
 import type { Runner, RunnerInfo } from '../runner.ts';
-import type { RunnerPlan, StepResult } from '../../plan.ts';
+import type { RunnerPlan, StepItem, StepResult, TokenLogprob } from '../../plan.ts';
 import { loadLlamaAddon, llamaBinsDir } from './addon.ts';
-import type { AddonContext, AddonContextOptions, AddonDecodeResult, LlamaAddon } from './addon.ts';
+import type { AddonContext, AddonContextOptions, AddonDecodeResult, AddonSamplerConfig, LlamaAddon } from './addon.ts';
 import { LlamaTokenizer } from './llama-tokenizer.ts';
 import { bug } from '../../../util/bug.ts';
 
@@ -80,6 +80,43 @@ function positiveInt(name: string, value: number | undefined, dflt: number, max 
   const v = value ?? dflt;
   if (!Number.isInteger(v) || v < 1 || v > max) throw new Error(`${name}: expected an integer in 1..${max}, got ${v}`);
   return v;
+}
+
+/** The native sampler chain for a plan item that starts a fresh sampler. */
+function samplerConfig(item: StepItem): AddonSamplerConfig {
+  const s = item.sampling;
+  const bias = s.logitBias ?? [];
+  return {
+    temperature: s.temperature,
+    topP: s.topP,
+    topK: s.topK ?? 0,
+    minP: s.minP ?? 0,
+    seed: s.seed >>> 0,
+    repetitionPenalty: s.repetitionPenalty ?? 1,
+    frequencyPenalty: s.frequencyPenalty ?? 0,
+    presencePenalty: s.presencePenalty ?? 0,
+    logitBiasIds: Int32Array.from(bias, (b) => b.tokenId),
+    logitBiasValues: Float32Array.from(bias, (b) => b.bias),
+    grammar: s.grammar ?? '',
+    logprobs: s.logprobs ?? -1,
+    history: Int32Array.from(item.samplerHistory?.tokens ?? []),
+    numPromptTokens: item.samplerHistory?.numPromptTokens ?? 0,
+  };
+}
+
+/** The addon's flattened per-row log-probabilities as one entry per plan item (null: no sample or not asked). */
+function unpackLogprobs(plan: RunnerPlan, res: AddonDecodeResult): (TokenLogprob | null)[] {
+  let row = 0;
+  let at = 0;
+  return plan.items.map((item) => {
+    if (!item.sample) return null;
+    const chosen = res.chosenLogprob[row]!;
+    const numTop = res.numTop[row]!;
+    row++;
+    const top = Array.from({ length: numTop }, (_, j) => ({ tokenId: res.topIds[at + j]!, logprob: res.topLogprobs[at + j]! }));
+    at += numTop;
+    return Number.isNaN(chosen) ? null : { logprob: chosen, top };
+  });
 }
 
 export class LlamaRunner implements Runner {
@@ -165,8 +202,8 @@ export class LlamaRunner implements Runner {
         if (item.sample) bug(`item ${item.requestId} asks for a sample with no tokens`);
         continue;
       }
-      if (item.resetSampler) {
-        this.#ctx.setSampler(item.seqId, item.sampling.temperature, item.sampling.topP, item.sampling.seed >>> 0);
+      if (item.resetSampler && !this.#ctx.setSampler(item.seqId, samplerConfig(item))) {
+        return { ok: false, reason: 'backend_error', message: `llama.cpp refused the grammar of ${item.requestId} (the API checks grammars first: a bug)` };
       }
       for (let j = 0; j < item.tokens.length; j++, row++) {
         tokens[row] = item.tokens[j]!;
@@ -192,12 +229,16 @@ export class LlamaRunner implements Runner {
     if (res.status === 1) {
       return { ok: false, reason: 'no_kv_slot', message: `llama.cpp found no KV slot for a batch of ${numRows} tokens` };
     }
+    if (res.status === 3) {
+      return { ok: false, reason: 'backend_error', message: `a sampler failed: ${res.message ?? 'unknown'}` };
+    }
     if (res.status !== 0) {
       return { ok: false, reason: 'backend_error', message: `llama_decode returned ${res.status}` };
     }
     let k = 0;
     const sampled = plan.items.map((item) => (item.sample ? res.sampled[k++]! : null));
-    return { ok: true, sampled, computeMs: res.decodeUs / 1000 };
+    const logprobs = res.topIds.length > 0 || res.chosenLogprob.some((v) => !Number.isNaN(v)) ? unpackLogprobs(plan, res) : null;
+    return { ok: true, sampled, ...(logprobs === null ? {} : { logprobs }), computeMs: res.decodeUs / 1000 };
   }
 
   async close(): Promise<void> {

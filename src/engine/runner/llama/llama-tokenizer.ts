@@ -70,6 +70,13 @@ export class LlamaTokenizer implements Tokenizer {
     return new ByteDetokenizer((t) => this.#piece(t));
   }
 
+  tokenBytes(token: number): Uint8Array {
+    return this.#piece(token);
+  }
+
+  /** llama.cpp parses the grammar against this vocabulary (on the calling thread; grammars are small). */
+  readonly checkGrammar = (gbnf: string): boolean => this.#ctx.checkGrammar(gbnf);
+
   applyChatTemplate(messages: readonly ChatMessage[]): string {
     const msgs = messages.map((m) => ({ role: m.role, content: m.content }));
     const text = this.#ctx.applyChatTemplate(msgs, this.chatTemplate);

@@ -8,9 +8,16 @@
 // from the wrong owner, a stale range) changes its text. The "each stream carries only its own
 // tokens" and cache on/off equivalence tests rely on that. It keeps a simulated
 // unified KV pool (MockKv) and refuses a step that does not fit, as llama.cpp does.
+//
+// Of the sampling settings it honours, deterministically: temperature 0 vs > 0 and the seed, a
+// logit bias of at least +50 (forces the token; the largest wins, then the smaller id) or at most
+// -50 (bans it), and log-probabilities, from a fake distribution that halves down the ranks (the
+// sampled token first at 1/2, then alternatives at 1/4, 1/8, ...; the rest of the mass elsewhere).
+// It ignores top-k, top-p, min-p and the penalties; grammars never reach it (the API refuses
+// response_format without a grammar sampler).
 
 import type { Runner, RunnerInfo } from '../runner.ts';
-import type { RunnerPlan, StepResult } from '../../plan.ts';
+import type { LogitBias, RunnerPlan, SamplingParams, StepResult, TokenLogprob } from '../../plan.ts';
 import { MockKv } from './mock-kv.ts';
 import { BOS_ID, EMOJI_BYTE_TOKENS, EOS_ID, MOCK_GENERATION_POOL, MOCK_VOCAB_SIZE, MockTokenizer } from './mock-tokenizer.ts';
 import { bug } from '../../../util/bug.ts';
@@ -48,6 +55,19 @@ function hash(...values: number[]): number {
     h = Math.imul(h, 0x01000193);
   }
   return h >>> 0;
+}
+
+/** The mock's fake distribution: the sampled token at 1/2, then `k` − 1 other pool tokens at 1/4, 1/8, ... (a hash of the history picks them). */
+function fakeLogprob(token: number, hist: readonly number[], k: number): TokenLogprob {
+  const top: { tokenId: number; logprob: number }[] = [];
+  const pool = MOCK_GENERATION_POOL;
+  let at = hash(hist.at(-1) ?? 0, 0x10b) % pool.length;
+  for (let rank = 0; top.length < k; rank++) {
+    const id = rank === 0 ? token : pool[at++ % pool.length]!;
+    if (rank > 0 && (id === token || top.some((t) => t.tokenId === id))) continue;
+    top.push({ tokenId: id, logprob: -(top.length + 1) * Math.LN2 });
+  }
+  return { logprob: -Math.LN2, top };
 }
 
 export class MockRunner implements Runner {
@@ -102,6 +122,7 @@ export class MockRunner implements Runner {
     let prefillTokens = 0;
     let decodeSeqs = 0;
     const sampled: (number | null)[] = [];
+    const logprobs: (TokenLogprob | null)[] = [];
     for (const item of plan.items) {
       if (!this.#kv.append(item.seqId, item.startPos, item.tokens.length)) bug('MockKv refused after the capacity check');
       const hist = this.#history.get(item.seqId) ?? [];
@@ -109,13 +130,15 @@ export class MockRunner implements Runner {
       this.#history.set(item.seqId, hist);
       if (item.tokens.length === 1 && item.startPos > 0 && item.sample && !item.resetSampler) decodeSeqs++;
       else prefillTokens += item.tokens.length;
-      sampled.push(item.sample ? this.#next(hist, item.tokens.at(-1)!, item.sampling) : null);
+      const token = item.sample ? this.#next(hist, item.tokens.at(-1)!, item.sampling) : null;
+      sampled.push(token);
+      logprobs.push(token !== null && item.sampling.logprobs !== undefined ? fakeLogprob(token, hist, item.sampling.logprobs) : null);
     }
     const c = this.#cost;
     const computeMs = c.speed * (c.stepOverheadMs + c.prefillTokenMs * prefillTokens + c.decodeSeqMs * decodeSeqs);
     if (computeMs > 0) await new Promise((r) => setTimeout(r, computeMs));
     else await new Promise((r) => setImmediate(r));
-    return { ok: true, sampled, computeMs };
+    return { ok: true, sampled, ...(logprobs.some((l) => l !== null) ? { logprobs } : {}), computeMs };
   }
 
   async close(): Promise<void> {
@@ -124,7 +147,25 @@ export class MockRunner implements Runner {
   }
 
   /** The next token: a hash of the whole history and its length (greedy), plus the seed when sampling. */
-  #next(hist: readonly number[], last: number, sampling: { temperature: number; seed: number }): number {
+  #next(hist: readonly number[], last: number, sampling: SamplingParams): number {
+    const token = this.#unbiased(hist, last, sampling);
+    const bias = sampling.logitBias;
+    if (bias === undefined || bias.length === 0) return token;
+    let forced: LogitBias | null = null;
+    for (const b of bias) if (b.bias >= 50 && (forced === null || b.bias > forced.bias || (b.bias === forced.bias && b.tokenId < forced.tokenId))) forced = b;
+    if (forced !== null) return forced.tokenId;
+    const banned = new Set(bias.filter((b) => b.bias <= -50).map((b) => b.tokenId));
+    if (!banned.has(token)) return token;
+    const pool = MOCK_GENERATION_POOL;
+    const at = pool.indexOf(token);
+    for (let i = 1; i <= pool.length; i++) {
+      const t = pool[(Math.max(at, 0) + i) % pool.length]!;
+      if (!banned.has(t)) return t;
+    }
+    return EOS_ID; // every generation token banned
+  }
+
+  #unbiased(hist: readonly number[], last: number, sampling: SamplingParams): number {
     const n = hist.length;
     const context = [hist[n - 1] ?? BOS_ID, n];
     const h = sampling.temperature > 0 ? hash(...context, sampling.seed, 0x5eed) : hash(...context);

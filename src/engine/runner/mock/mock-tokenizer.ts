@@ -131,6 +131,10 @@ export class MockTokenizer implements Tokenizer {
     return new ByteDetokenizer(tokenBytes);
   }
 
+  tokenBytes(token: number): Uint8Array {
+    return tokenBytes(token);
+  }
+
   applyChatTemplate(messages: readonly ChatMessage[]): string {
     return messages.map((m) => `<|im_start|>${m.role}\n${m.content}<|im_end|>\n`).join('') + '<|im_start|>assistant\n';
   }

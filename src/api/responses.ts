@@ -1,0 +1,109 @@
+// POST /v1/responses, text only: the body becomes a chat request (instructions as the system
+// message, then the input messages), runs the one generation path (completions.ts), and is framed
+// as a Response (responses-framer.ts).
+//
+// Refused with 400 `unsupported_value` before the schema runs: every field in unsupported.ts's
+// table for `responses` (tools, previous_response_id, store=true, reasoning, text.format, ...), and
+// any input item that is not a text message (images, files, function-call outputs, item
+// references: nothing is stored, so nothing can be referenced). Nothing is stored: the response
+// says `store: false`, and there is no GET /v1/responses/{id}.
+
+import { ApiError } from './errors.ts';
+import type { SizeFacts } from './limits.ts';
+import { checkMessageCount } from './limits.ts';
+import { checkModel } from './prepare.ts';
+import type { Parsed } from './prepare.ts';
+import { ResponsesFramer } from './responses-framer.ts';
+import type { ResponseEcho } from './responses-framer.ts';
+import type { ChatCompletionBody, ResponsesBody } from './schemas.ts';
+import { parseBody, responsesBody } from './schemas.ts';
+import type { Surface, SurfaceRequest } from './surface.ts';
+import { refuseUnsupported } from './unsupported.ts';
+
+const TEXT_PARTS = new Set(['input_text', 'output_text']);
+
+export const responsesSurface: Surface = {
+  idPrefix: 'resp',
+  parse(raw: unknown, models: readonly string[], size: SizeFacts): SurfaceRequest {
+    const input = typeof raw === 'object' && raw !== null ? (raw as { input?: unknown }).input : undefined;
+    checkMessageCount(size, { messages: input });
+    refuseUnsupported('responses', raw);
+    refuseNonTextInput(input);
+    const body = parseBody(responsesBody, raw);
+    checkModel(body.model, models);
+    const hasInstructions = body.instructions != null;
+    const echo: ResponseEcho = {
+      instructions: body.instructions ?? null,
+      maxOutputTokens: body.max_output_tokens ?? null,
+      temperature: body.temperature ?? 1,
+      topP: body.top_p ?? 1,
+      metadata: body.metadata ?? {},
+    };
+    return {
+      parsed: { kind: 'chat', body: toChat(body) } satisfies Parsed,
+      renameError: (e) => renameParam(e, hasInstructions, typeof body.input === 'string'),
+      framing: (id, createdS, p) => new ResponsesFramer(id, createdS, p.model, echo),
+    };
+  },
+};
+
+function toChat(body: ResponsesBody): ChatCompletionBody {
+  const messages: ChatCompletionBody['messages'] = [];
+  if (body.instructions != null) messages.push({ role: 'system', content: body.instructions });
+  if (typeof body.input === 'string') messages.push({ role: 'user', content: body.input });
+  else {
+    for (const m of body.input) {
+      messages.push({ role: m.role, content: typeof m.content === 'string' ? m.content : m.content.map((p) => ({ type: 'text' as const, text: p.text })) });
+    }
+  }
+  return {
+    model: body.model,
+    messages,
+    max_tokens: body.max_output_tokens,
+    temperature: body.temperature,
+    top_p: body.top_p,
+    stream: body.stream,
+    seed: body.seed,
+    ignore_eos: body.ignore_eos,
+  };
+}
+
+/** Input items this server cannot read are refused by name, not by a schema's generic message. */
+function refuseNonTextInput(input: unknown): void {
+  if (!Array.isArray(input)) return;
+  for (const [i, item] of input.entries()) {
+    if (typeof item !== 'object' || item === null) continue;
+    const type = (item as { type?: unknown }).type;
+    if (type === 'item_reference') {
+      throw new ApiError('unsupported_value', "Input items of type 'item_reference' refer to stored output; this server stores none. Send earlier turns inline as messages (the AI SDK does with providerOptions.openai.store = false).", { param: `input.${i}` });
+    }
+    if (type !== undefined && type !== 'message') {
+      throw new ApiError('unsupported_value', `Input items of type ${JSON.stringify(type)?.slice(0, 40) ?? 'undefined'} are not supported by this server; it reads text messages only (role and content).`, { param: `input.${i}` });
+    }
+    const content = (item as { content?: unknown }).content;
+    if (!Array.isArray(content)) continue;
+    for (const [j, part] of content.entries()) {
+      const partType = typeof part === 'object' && part !== null ? (part as { type?: unknown }).type : undefined;
+      if (typeof partType === 'string' && !TEXT_PARTS.has(partType)) {
+        throw new ApiError('unsupported_value', `Content of type ${JSON.stringify(partType).slice(0, 40)} is not supported by this server; it reads text only (input_text, output_text).`, { param: `input.${i}.content.${j}` });
+      }
+    }
+  }
+}
+
+/** Preparing names chat fields (`max_tokens`, `messages.N`); the client sent Responses ones. */
+function renameParam(e: ApiError, hasInstructions: boolean, inputIsString: boolean): ApiError {
+  const p = e.param;
+  if (p === null) return e;
+  let renamed = p;
+  if (p === 'max_tokens' || p === 'max_completion_tokens') renamed = 'max_output_tokens';
+  else if (p === 'messages') renamed = 'input';
+  else {
+    const m = /^messages\.(\d+)(.*)$/.exec(p);
+    if (m !== null) {
+      const i = Number(m[1]) - (hasInstructions ? 1 : 0);
+      renamed = i < 0 ? 'instructions' : inputIsString ? 'input' : `input.${i}${m[2]}`;
+    }
+  }
+  return renamed === p ? e : new ApiError(e.code, e.message, { param: renamed, retryAfterS: e.retryAfterS });
+}
