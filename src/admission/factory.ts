@@ -40,6 +40,8 @@ export interface AdmissionConfig {
   readonly allowMismatch?: boolean;
   /** The under-capacity shortcut (decision/headroom.ts): on unless false. */
   readonly headroom?: boolean;
+  /** The shortcut's cap on the running batch, as a share of the sequence slots (0.25 by default). */
+  readonly headroomBatchShare?: number;
   /** Where warnings go (default console.error). */
   readonly warn?: (msg: string) => void;
 }
@@ -97,6 +99,6 @@ export function createAdmissionController(c: AdmissionConfig): AdmissionControll
     alpha,
     e2e: new BoundModel(e2eBase, e2eCalibrator),
     ttft: new BoundModel(online(TTFT_COLUMNS), calibrator()),
-    ...(c.headroom === false ? {} : { headroom: new Headroom({ alpha }) }),
+    ...(c.headroom === false ? {} : { headroom: new Headroom({ alpha, ...(c.headroomBatchShare === undefined ? {} : { maxRunningFraction: c.headroomBatchShare }) }) }),
   });
 }

@@ -67,6 +67,7 @@ interface ServeFlags {
   admissionCalibrationTraces?: string;
   admissionAllowMismatch: boolean;
   admissionHeadroom: 'on' | 'off';
+  admissionHeadroomBatchShare: string;
   logLevel: LogLevel;
   logFormat: LogFormat;
   logPrompts: boolean;
@@ -79,6 +80,12 @@ interface ServeFlags {
 const int = (name: string, v: string): number => {
   const n = Number(v);
   if (v.trim() === '' || !Number.isInteger(n)) throw new StartupError(`--${name}: expected an integer, got '${v}'`);
+  return n;
+};
+
+const share = (name: string, v: string): number => {
+  const n = Number(v);
+  if (v.trim() === '' || !(n > 0 && n <= 1)) throw new StartupError(`--${name}: expected a number in (0, 1], got '${v}'`);
   return n;
 };
 
@@ -111,6 +118,7 @@ export function registerServeCommand(program: Command): void {
     .addOption(new Option('--scheduler <name>', 'scheduling policy').choices(['fifo', 'static', 'continuous']).default('continuous'))
     .addOption(new Option('--kv <mode>', 'KV accounting').choices(['paged', 'contiguous']).default('paged'))
     .addOption(new Option('--prefix-cache <on|off>', 'radix prefix cache (paged KV only)').choices(['on', 'off']).default('on'))
+    .option('--admission-headroom-batch-share <share>', 'the shortcut admits only while the running batch, with the request, fills at most this share of the sequence slots, (0, 1]', '0.25')
     .option('--block-size <tokens>', 'KV block size', '16')
     .option('--cache-max-fraction <f>', 'most of the KV pool idle cached prefixes may keep, (0, 1]', '1')
     .option('--kv-watermark <f>', 'share of KV blocks a new request must leave free while others run (room for their decode growth), [0, 0.5]', '0.01')
@@ -250,7 +258,7 @@ async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> 
 async function admissionConfig(f: ServeFlags): Promise<AdmissionConfig> {
   const guarantee = Number(f.admissionGuarantee);
   if (!(guarantee > 0 && guarantee < 1)) throw new StartupError(`--admission-guarantee: expected a number in (0, 1), got '${f.admissionGuarantee}'`);
-  const base: AdmissionConfig = { mode: f.admission, guarantee, calibration: f.admissionCalibration, allowMismatch: f.admissionAllowMismatch, headroom: f.admissionHeadroom === 'on' };
+  const base: AdmissionConfig = { mode: f.admission, guarantee, calibration: f.admissionCalibration, allowMismatch: f.admissionAllowMismatch, headroom: f.admissionHeadroom === 'on', headroomBatchShare: share('admission-headroom-batch-share', f.admissionHeadroomBatchShare) };
   if (f.admissionArtifact === undefined) return base;
   if (!existsSync(f.admissionArtifact)) throw new StartupError(`admission artifact not found: ${f.admissionArtifact}`);
   // What the artifact must have been fitted on: this runner, this model file, this machine.
