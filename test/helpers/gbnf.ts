@@ -308,13 +308,4 @@ class Parser {
 }
 
 /** A small seeded PRNG in [0, 1) (mulberry32): generation is reproducible from the seed. */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { prng as mulberry32 } from '../engine/kv/property-support.ts';
