@@ -55,7 +55,7 @@ export interface FlowControl {
   acquire(req: FlowRequest, signal: AbortSignal): FlowResult | Promise<FlowResult>;
   /** In flight and waiting, for /stats and the gauges. */
   state(): FlowState;
-  /** Called once per decision (metrics). */
+  /** Adds a listener called once per decision (metrics). */
   onDecision(listener: FlowListener): void;
 }
 

@@ -26,7 +26,7 @@ export class FlowController implements FlowControl {
   readonly needsTokens: boolean;
   readonly #core: FlowCore<Pending>;
   readonly #now: () => number;
-  #listener: FlowListener | null = null;
+  readonly #listeners: FlowListener[] = [];
   #timer: NodeJS.Timeout | null = null;
   #timerAtMs = Infinity;
 
@@ -49,7 +49,7 @@ export class FlowController implements FlowControl {
   }
 
   onDecision(listener: FlowListener): void {
-    this.#listener = listener;
+    this.#listeners.push(listener);
   }
 
   state(): FlowState {
@@ -113,7 +113,7 @@ export class FlowController implements FlowControl {
   }
 
   #decided(band: number, tenant: string, d: FlowDecision): void {
-    this.#listener?.(band, tenant, d);
+    for (const l of this.#listeners) l(band, tenant, d);
   }
 
   /** One timer for the earliest deadline; deadlines come in arrival order, so an armed timer is never late. */
