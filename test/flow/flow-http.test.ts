@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { request } from 'undici';
 import { refusal } from '../../src/backend/refusal.ts';
-import type { RunnerPlan, StepResult } from '../../src/engine/runner/runner.ts';
+import type { RunnerPlan, StepResult } from '../../src/engine/plan.ts';
 import { MockRunner } from '../../src/engine/runner/mock/mock-runner.ts';
 import type { FlowRequest, FlowResult } from '../../src/flow/flow-control.ts';
 import type { FlowLimits } from '../../src/flow/flow-core.ts';
