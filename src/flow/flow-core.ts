@@ -321,10 +321,10 @@ function validate(l: FlowLimits): void {
   if (!(Number.isInteger(l.queueSize) && l.queueSize >= 0)) throw new Error(`flow control: expected a queue size ≥ 0, got ${l.queueSize}`);
   if (!(Number.isFinite(l.queueTtlMs) && l.queueTtlMs > 0)) throw new Error(`flow control: expected a queue TTL > 0 ms, got ${l.queueTtlMs}`);
   const s = l.shares;
-  if (s.length < 1 || s.length > 16) throw new Error(`flow control: expected 1 to 16 priority bands, got ${s.length}`);
+  if (s.length < 1 || s.length > 16) throw new Error(`--priority-bands: expected 1 to 16 priority bands, got ${s.length}`);
   s.forEach((v, i) => {
-    if (!(v > 0 && v <= 1)) throw new Error(`flow control: expected band shares in (0, 1], got ${v}`);
-    if (i > 0 && v < s[i - 1]!) throw new Error(`flow control: expected band shares to rise with the band, got ${s.join(',')}`);
+    if (!(v > 0 && v <= 1)) throw new Error(`--priority-bands: expected band shares in (0, 1], got ${v}`);
+    if (i > 0 && v < s[i - 1]!) throw new Error(`--priority-bands: expected band shares to rise with the band, got ${s.join(',')}`);
   });
-  if (s[s.length - 1] !== 1) throw new Error(`flow control: expected the top band's share to be 1, got ${s[s.length - 1]}`);
+  if (s[s.length - 1] !== 1) throw new Error(`--priority-bands: expected the top band's share to be 1, got ${s[s.length - 1]}`);
 }

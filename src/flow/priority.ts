@@ -11,7 +11,7 @@ export const PRIORITY_HEADER = 'x-headroom-priority';
 export function parseBandShares(text: string): number[] {
   const parts = text.split(',').map((s) => s.trim());
   const shares = parts.map(Number);
-  if (parts.some((p) => p === '') || shares.some((s) => !Number.isFinite(s))) throw new Error(`expected comma-separated shares like 0.5,0.8,1, got '${text}'`);
+  if (parts.some((p) => p === '') || shares.some((s) => !Number.isFinite(s))) throw new Error(`--priority-bands: expected comma-separated shares like 0.5,0.8,1, got '${text}'`);
   return shares;
 }
 

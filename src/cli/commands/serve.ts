@@ -282,7 +282,7 @@ function flowOption(f: ServeFlags): { flow?: FlowController } {
     return on || shares.length > 1 ? { flow } : {};
   } catch (err) {
     if (err instanceof StartupError) throw err;
-    throw new StartupError(`--priority-bands / flow control: ${(err as Error).message}`, { cause: err });
+    throw new StartupError((err as Error).message, { cause: err });
   }
 }
 
