@@ -108,7 +108,6 @@ export class CompletionsHandler {
     reply.raw.on('close', () => {
       if (!reply.raw.writableFinished) controller.abort();
     });
-    const decideStart = performance.now();
     let ticket: FlowTicket | null = null;
     try {
       // Without a token cap, flow control needs no tokens: the slot is taken before tokenizing.
@@ -143,6 +142,7 @@ export class CompletionsHandler {
 
       const inputTokens = prepared.promptTokens.length;
       ticket ??= await this.#enter({ caller: facts.caller, band, inputTokens, totalTokens: inputTokens + prepared.n * prepared.maxTokens }, facts, controller.signal, call);
+      const decideStart = performance.now();
       if (bypass) {
         // No decision: the controller neither refuses it nor learns from it.
         facts.bypass = true;

@@ -51,7 +51,7 @@ export interface FlowControl {
   readonly needsTokens: boolean;
   /** The band of a request's `x-headroom-priority` header (throws an ApiError 400 on a bad one). */
   band(header: string | string[] | undefined): number;
-  /** A ticket now, a ticket after a wait, or a refusal. An aborted signal leaves the queue at once. */
+  /** A ticket now, a ticket after a wait, or a refusal (a request that can never fit throws an ApiError 400). An aborted signal leaves the queue at once. */
   acquire(req: FlowRequest, signal: AbortSignal): FlowResult | Promise<FlowResult>;
   /** In flight and waiting, for /stats and the gauges. */
   state(): FlowState;

@@ -6,8 +6,10 @@
 // it never keeps the process alive.
 //
 // A ticket gives back exactly what it counted, once, however the request ends; a second release
-// does nothing.
+// does nothing. A request larger than its band may ever hold is a 400 `context_length_exceeded`
+// (thrown): waiting or retrying cannot help it.
 
+import { ApiError } from '../api/errors.ts';
 import { refusal } from '../backend/refusal.ts';
 import type { Refusal } from '../backend/refusal.ts';
 import type { FlowControl, FlowDecision, FlowListener, FlowRequest, FlowResult, FlowTicket } from './flow-control.ts';
@@ -66,7 +68,15 @@ export class FlowController implements FlowControl {
       this.#decided(req.band, tenant, 'admitted');
       return { ok: true, ticket: this.#ticket(cost) };
     }
-    if (o.kind === 'refused') return this.#refuse(req.band, tenant, o.reason, refusal('flow_cap', { message: this.#message(o.reason, o.blocker, req.band), retryAfterS: o.retryAfterS }));
+    if (o.kind === 'refused') {
+      const message = this.#message(o.reason, o.blocker, req.band);
+      if (o.reason === 'too_large') {
+        // Retrying cannot help: a client error, not a 429.
+        this.#decided(req.band, tenant, 'too_large');
+        throw new ApiError('context_length_exceeded', message);
+      }
+      return this.#refuse(req.band, tenant, o.reason, refusal('flow_cap', { message, retryAfterS: o.retryAfterS }));
+    }
     const w = o.waiter;
     const p = new Promise<FlowResult>((resolve) => (pending.settle = resolve));
     pending.signal = signal;
@@ -148,7 +158,7 @@ export class FlowController implements FlowControl {
       total_token_cap: `the in-flight input-plus-output token cap (${cap(l.maxTotalTokens)}) is reached`,
       queued_ahead: 'requests of this priority or higher are waiting',
     };
-    if (reason === 'too_large') return `This request alone is larger than ${what[blocker].replace(' is reached', '')}; it can never be served here.`;
+    if (reason === 'too_large') return `This request alone is larger than ${what[blocker].replace(' is reached', '')}; it can never be served here: shorten the prompt or lower max_tokens.`;
     return `Too many requests in flight: ${what[blocker]} and the wait queue is full; retry shortly.`;
   }
 }

@@ -93,6 +93,20 @@ test('a burst against an input-token cap: tokens in flight never pass it (acquir
   }
 });
 
+test('a request larger than the input-token cap is a 400 context_length_exceeded at once (retrying cannot help), never queued', async () => {
+  const flow = new WatchedFlow(limits({ maxInputTokens: 10 }));
+  const s = await serve(flow);
+  try {
+    const r = await post(s.url, { prompt: 'the queue and the server and the river and the stone and the long road home' });
+    const e = (await r.body.json()) as { error: { code: string; message: string } };
+    assert.deepEqual([r.statusCode, e.error.code, r.headers['retry-after']], [400, 'context_length_exceeded', undefined]);
+    assert.match(e.error.message, /input-token cap \(10\)/);
+    assert.deepEqual([flow.state().queued, flow.state().inFlight, flow.starts], [[0], zero, []]);
+  } finally {
+    await s.close();
+  }
+});
+
 test('a waiter past the queue TTL gets 429 rate_limited with Retry-After, and its queue slot is free again', async () => {
   const flow = new WatchedFlow(limits({ maxRequests: 1, queueTtlMs: 150 }));
   const s = await serve(flow, { mock: { cost: { speed: 1, decodeSeqMs: 5 } } });
