@@ -63,6 +63,18 @@ function post(url: string, body: Record<string, unknown>, headers: Record<string
 
 const zero = { requests: 0, inputTokens: 0, totalTokens: 0 };
 
+/** A request that holds its slot until stopped (1,000 tokens: seconds on the mock), so a loaded machine cannot end it early. */
+function hold(url: string, headers: Record<string, string> = {}): { stop(): Promise<void> } {
+  const ac = new AbortController();
+  const r = post(url, { max_tokens: 1000, ignore_eos: true }, headers, ac.signal).then((res) => res.body.text()).catch(() => '');
+  return {
+    stop: async () => {
+      ac.abort();
+      await r;
+    },
+  };
+}
+
 test('a burst of 24 concurrent requests against a cap of 3: all served, never more than 3 hold a slot, and exactly 3 at the peak', async () => {
   const flow = new WatchedFlow(limits({ maxRequests: 3 }));
   const s = await serve(flow);
@@ -134,7 +146,7 @@ test('a client that disconnects while queued leaves the queue at once and never 
   const flow = new WatchedFlow(limits({ maxRequests: 1 }));
   const s = await serve(flow, { mock: { cost: { speed: 1, decodeSeqMs: 5 } } });
   try {
-    const long = post(s.url, { max_tokens: 60, ignore_eos: true });
+    const long = hold(s.url);
     await until(() => flow.held === 1, 'the long request running');
     const ac = new AbortController();
     const waiting = post(s.url, {}, {}, ac.signal).catch((e: unknown) => e);
@@ -143,7 +155,8 @@ test('a client that disconnects while queued leaves the queue at once and never 
     await waiting;
     await until(() => flow.state().queued[0] === 0, 'the queue emptied by the disconnect', 1000);
     assert.equal(flow.held, 1, 'the long request alone holds a slot');
-    await (await long).body.json();
+    await long.stop();
+    await until(() => flow.held === 0, 'the long request released');
     assert.deepEqual(flow.starts, ['default'], 'the disconnected request never started');
     assert.deepEqual(flow.state().inFlight, zero);
     const stats = (await (await request(`${s.url}/stats`)).body.json()) as { flow: { queued: number[]; inFlight: typeof zero } };
@@ -157,14 +170,14 @@ test('two tenants with unequal load (12 requests against 4) take turns while bot
   const flow = new WatchedFlow(limits({ maxRequests: 1 }));
   const s = await serve(flow, { keys: KEYS, mock: { cost: { speed: 1, decodeSeqMs: 2 } } });
   try {
-    const first = post(s.url, { max_tokens: 40, ignore_eos: true }, AUTH.a);
+    const first = hold(s.url, AUTH.a);
     await until(() => flow.held === 1, 'a request running');
     const all: Promise<number>[] = [];
     for (let i = 0; i < 12; i++) all.push(post(s.url, {}, AUTH.a).then(async (r) => (await r.body.json(), r.statusCode)));
     await until(() => flow.state().queued[0] === 12, 'team-a queued');
     for (let i = 0; i < 4; i++) all.push(post(s.url, {}, AUTH.b).then(async (r) => (await r.body.json(), r.statusCode)));
     await until(() => flow.state().queued[0] === 16, 'both queued');
-    await (await first).body.json();
+    await first.stop();
     assert.deepEqual(new Set(await Promise.all(all)), new Set([200]));
     const turns = flow.starts.slice(1, 9);
     assert.deepEqual([turns.filter((t) => t === 'team-a').length, turns.filter((t) => t === 'team-b').length], [4, 4], turns.join(' '));
@@ -177,7 +190,7 @@ test('priority bands: at 1 of 2 slots band 0 (share 0.5) is refused with 429 whi
   const flow = new WatchedFlow(limits({ maxRequests: 2, shares: [0.5, 1], queueSize: 0 }));
   const s = await serve(flow, { mock: { cost: { speed: 1, decodeSeqMs: 5 } } });
   try {
-    const long = post(s.url, { max_tokens: 60, ignore_eos: true }, { 'x-headroom-priority': '1' });
+    const long = hold(s.url, { 'x-headroom-priority': '1' });
     await until(() => flow.held === 1, 'one running');
     const low = await post(s.url, {}, { 'x-headroom-priority': '0' });
     assert.equal(low.statusCode, 429);
@@ -191,7 +204,8 @@ test('priority bands: at 1 of 2 slots band 0 (share 0.5) is refused with 429 whi
       const e = (await r.body.json()) as { error: { code: string; param: string } };
       assert.deepEqual([r.statusCode, e.error.code, e.error.param], [400, 'invalid_value', 'x-headroom-priority'], bad);
     }
-    await (await long).body.json();
+    await long.stop();
+    await until(() => flow.held === 0, 'the long request released');
     const m = await (await request(`${s.url}/metrics`)).body.text();
     assert.match(m, /headroom_flow_decisions_total\{band="0",tenant="default",reason="queue_full"\} 1/);
     assert.match(m, /headroom_flow_decisions_total\{band="1",tenant="default",reason="admitted"\} 2/);
