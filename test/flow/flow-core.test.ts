@@ -165,3 +165,23 @@ test('a request larger than its band can ever hold is refused at once (too_large
   assert.deepEqual([o.kind, o.kind === 'refused' && o.reason], ['refused', 'too_large']);
   assert.equal(core.offer(1, 'a', { inputTokens: 60, totalTokens: 60 }, null).kind, 'granted');
 });
+
+test('Retry-After is the time for the waiters ahead (and this one) to drain at the measured release rate, within [1, 600] s', () => {
+  let now = 0;
+  const core = new FlowCore<null>({ ...base, maxRequests: 1, queueSize: 5 }, () => now);
+  assert.equal(core.retryAfterS(0), null, 'no release measured yet: the server default');
+  // One release every 2 s: 0.5 per second.
+  for (let i = 0; i < 10; i++) {
+    core.offer(0, 'a', one, null);
+    now += 2000;
+    core.release(one);
+  }
+  core.offer(0, 'a', one, null); // running
+  for (let i = 0; i < 5; i++) core.offer(0, 'a', one, null); // 5 waiting: the queue is full
+  const r = core.offer(0, 'a', one, null);
+  assert.ok(r.kind === 'refused');
+  // 10 releases over the 18 s since the oldest (at 2 s; now 20 s): 0.56/s; 5 ahead + this one = 6 releases = 10.8 s, rounded up.
+  assert.equal(r.retryAfterS, 11);
+  now += 1_000_000; // a long stall lowers the rate: the bound caps the wait
+  assert.equal(core.retryAfterS(0), 600);
+});
