@@ -151,6 +151,9 @@ test('a client that disconnects while queued leaves the queue at once and never 
     const ac = new AbortController();
     const waiting = post(s.url, {}, {}, ac.signal).catch((e: unknown) => e);
     await until(() => flow.state().queued[0] === 1, 'the second request queued');
+    const during = await (await request(`${s.url}/metrics`)).body.text();
+    assert.match(during, /^headroom_flow_queued\{band="0"\} 1$/m);
+    assert.match(during, /^headroom_flow_in_flight_requests 1$/m);
     ac.abort();
     await waiting;
     await until(() => flow.state().queued[0] === 0, 'the queue emptied by the disconnect', 1000);
@@ -161,6 +164,9 @@ test('a client that disconnects while queued leaves the queue at once and never 
     assert.deepEqual(flow.state().inFlight, zero);
     const stats = (await (await request(`${s.url}/stats`)).body.json()) as { flow: { queued: number[]; inFlight: typeof zero } };
     assert.deepEqual([stats.flow.queued, stats.flow.inFlight], [[0], zero]);
+    const after = await (await request(`${s.url}/metrics`)).body.text();
+    assert.match(after, /^headroom_flow_decisions_total\{band="0",tenant="default",reason="client_left"\} 1$/m);
+    assert.match(after, /^headroom_flow_queued\{band="0"\} 0$/m);
   } finally {
     await s.close();
   }
