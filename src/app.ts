@@ -104,7 +104,7 @@ export class Headroom {
       ...(opts.keys == null ? {} : { keys: opts.keys }),
       ...(opts.flow === undefined ? {} : { flow: opts.flow }),
       ...(opts.logDestination === undefined ? {} : { logDestination: opts.logDestination }),
-      statsExtra: () => ({ admission: admission.state(), ...statsExtra?.() }),
+      statsExtra: () => ({ admission: admission.state(), ...(opts.flow === undefined ? {} : { flow: opts.flow.state() }), ...statsExtra?.() }),
     });
   }
 
@@ -202,6 +202,7 @@ export class Headroom {
       sloMs: opts.server.sloMs,
       ...(modelName === undefined ? {} : { modelName }),
       ...(opts.keys == null ? {} : { tenants: opts.keys.tenants() }),
+      ...(opts.flow === undefined ? {} : { flow: opts.flow }),
       ...opts.obs,
     });
   }

@@ -2,7 +2,11 @@
 // of short steps; only the request shape and the response framing differ (surface.ts: a Responses
 // request is parsed into a chat request and framed by responses-framer.ts):
 //
-//   parse → prepare (tokenize, size checks) → flow control → admission → backend.generate → frame
+//   parse → flow control → prepare (tokenize, size checks) → admission → backend.generate → frame
+//
+// Flow control comes before tokenizing unless a token cap is set (then right after it, with the
+// counts); its ticket is released in one `finally`, so exactly once however the request ends.
+// `x-headroom-priority` picks the band (flow/priority.ts).
 //
 // One AbortController per HTTP request: the client leaving aborts every choice in the backend.
 // Detokenizing and stop strings run here, after each engine step (choice-stream.ts); a stop string
@@ -22,7 +26,8 @@ import type { Backend, Generation, GenerationJob } from '../backend/backend.ts';
 import type { Refusal } from '../backend/refusal.ts';
 import { REFUSALS } from '../backend/refusal.ts';
 import type { RequestTimeline } from '../engine/outputs.ts';
-import type { FlowControl } from '../flow/flow-control.ts';
+import type { FlowControl, FlowRequest, FlowTicket } from '../flow/flow-control.ts';
+import { PRIORITY_HEADER } from '../flow/priority.ts';
 import type { Observability } from '../obs/observability.ts';
 import { ChoiceStream } from './choice-stream.ts';
 import type { ServerConfig } from './config.ts';
@@ -94,38 +99,50 @@ export class CompletionsHandler {
     const budget = { slo: req.headers['x-slo-ms'], ttft: req.headers['x-slo-ttft-ms'], tpot: req.headers['x-slo-tpot-ms'] };
     const size = sizeFacts(backend);
     const request = surface.parse(req.body, this.#d.models, size);
-    const prepared = await prepare(request.parsed, budget, { tokenizer: backend.tokenizer, info: backend.info, size, config, ids }).catch((e: unknown) => {
-      throw e instanceof ApiError ? request.renameError(e) : e;
+    const flow = this.#d.flow;
+    const band = flow.band(req.headers[PRIORITY_HEADER]);
+    // The request's time budget runs from here: a wait in the flow-control queue spends it.
+    const arrivalMs = backend.clock.nowMs();
+    // A client that leaves (waiting, streaming or not) aborts its choices; the engine frees them before the next step.
+    const controller = new AbortController();
+    reply.raw.on('close', () => {
+      if (!reply.raw.writableFinished) controller.abort();
     });
-    const id = ids.next(surface.idPrefix);
-    facts.model = prepared.model;
-    facts.promptTokens = prepared.promptTokens.length;
-    if (config.logPrompts) {
-      facts.prompt = promptForLog(req.body);
-      facts.output = [];
-    }
-    const ctx: AdmissionContext = {
-      requestId: id,
-      arrivalMs: backend.clock.nowMs(),
-      sloMs: prepared.sloMs,
-      numPromptTokens: prepared.promptTokens.length,
-      numCachedTokens: backend.peekCachedTokens(prepared.promptTokens),
-      maxTokens: prepared.maxTokens,
-      n: prepared.n,
-      numMessages: prepared.numMessages,
-      ttftBudgetMs: prepared.ttftBudgetMs,
-    };
-    const traceparent = typeof req.headers.traceparent === 'string' ? req.headers.traceparent : undefined;
-    // The snapshot (a sort of the held requests when stale) and the features only when someone reads them.
-    const wanted = this.#d.admission.needsFeatures || this.#d.trace !== null;
-    const snapshot = wanted ? backend.snapshot() : null;
-    const features = wanted ? extractFeatures(ctx, snapshot, new Float64Array(NUM_FEATURES)) : NO_FEATURES;
-    const call: Call = { id, prepared, ctx, traceparent, controller: new AbortController(), cutMessage: null, features, decision: null, facts, httpRequestId: req.id };
-
-    const decideStart = performance.now();
-    const flow = this.#d.flow.acquire(ctx, facts.caller);
-    if (!flow.ok) this.#refuse(call, flow.refusal);
+    let ticket: FlowTicket | null = null;
     try {
+      // Without a token cap, flow control needs no tokens: the slot is taken before tokenizing.
+      if (!flow.needsTokens) ticket = await this.#enter({ caller: facts.caller, band, inputTokens: 0, totalTokens: 0 }, facts, controller.signal);
+      const prepared = await prepare(request.parsed, budget, { tokenizer: backend.tokenizer, info: backend.info, size, config, ids }).catch((e: unknown) => {
+        throw e instanceof ApiError ? request.renameError(e) : e;
+      });
+      const id = ids.next(surface.idPrefix);
+      facts.model = prepared.model;
+      facts.promptTokens = prepared.promptTokens.length;
+      if (config.logPrompts) {
+        facts.prompt = promptForLog(req.body);
+        facts.output = [];
+      }
+      const ctx: AdmissionContext = {
+        requestId: id,
+        arrivalMs,
+        sloMs: prepared.sloMs,
+        numPromptTokens: prepared.promptTokens.length,
+        numCachedTokens: backend.peekCachedTokens(prepared.promptTokens),
+        maxTokens: prepared.maxTokens,
+        n: prepared.n,
+        numMessages: prepared.numMessages,
+        ttftBudgetMs: prepared.ttftBudgetMs,
+      };
+      const traceparent = typeof req.headers.traceparent === 'string' ? req.headers.traceparent : undefined;
+      // The snapshot (a sort of the held requests when stale) and the features only when someone reads them.
+      const wanted = this.#d.admission.needsFeatures || this.#d.trace !== null;
+      const snapshot = wanted ? backend.snapshot() : null;
+      const features = wanted ? extractFeatures(ctx, snapshot, new Float64Array(NUM_FEATURES)) : NO_FEATURES;
+      const call: Call = { id, prepared, ctx, traceparent, controller, cutMessage: null, features, decision: null, facts, httpRequestId: req.id };
+
+      const inputTokens = prepared.promptTokens.length;
+      ticket ??= await this.#enter({ caller: facts.caller, band, inputTokens, totalTokens: inputTokens + prepared.n * prepared.maxTokens }, facts, controller.signal, call);
+      const decideStart = performance.now();
       if (bypass) {
         // No decision: the controller neither refuses it nor learns from it.
         facts.bypass = true;
@@ -135,10 +152,6 @@ export class CompletionsHandler {
         call.decision = decision;
         if (!decision.admit) this.#refuse(call, decision.refusal);
       }
-      // A client that leaves (stream or not) aborts its choices; the engine frees them before the next step.
-      reply.raw.on('close', () => {
-        if (!reply.raw.writableFinished) call.controller.abort();
-      });
       // A drain deadline cuts the request: its client gets an error, the backend lets it go.
       const untrack = this.#d.active?.add((message) => {
         call.cutMessage = message;
@@ -153,8 +166,19 @@ export class CompletionsHandler {
       if (prepared.stream) await this.#stream(call, started.generation, frame, reply);
       else await this.#collect(call, started.generation, frame, reply);
     } finally {
-      flow.ticket.release();
+      ticket?.release();
     }
+  }
+
+  /** Flow control: a ticket (maybe after a wait in its queue), or the refusal thrown. */
+  async #enter(r: FlowRequest, facts: RequestFacts, signal: AbortSignal, call?: Call): Promise<FlowTicket> {
+    const got = await this.#d.flow.acquire(r, signal);
+    if (got.ok) return got.ticket;
+    if (call !== undefined) this.#refuse(call, got.refusal);
+    // Before tokenizing there is no timeline to trace yet: the refusal is counted and logged.
+    facts.refusal = got.refusal.reason;
+    this.#d.obs?.metrics?.refused(got.refusal.reason);
+    throw new ApiError(REFUSALS[got.refusal.reason].code, got.refusal.message, { retryAfterS: got.refusal.retryAfterS ?? this.#d.config.retryAfterS });
   }
 
   #job(call: Call): GenerationJob {

@@ -1,15 +1,14 @@
 // The flow-control seam: caps on requests and tokens in flight, priority bands, fairness between
 // tenants. A request takes a ticket before it runs and gives it back when it ends, however it
-// ends; or it is refused at once. Same code in engine and gateway mode.
+// ends; or it waits in a bounded queue; or it is refused (429 with Retry-After). Same code in
+// engine and gateway mode. The real one is flow-controller.ts; `noFlowControl` lets all through.
 //
 // Each request comes with its caller: the tenant its API key names (`default` without keys) and
-// its role, so per-tenant caps and fairness have what they need. Tenants are a closed set (the
-// configured keys'), so a tenant can key a map or a metric label without bounding it here.
-//
-// Today the only implementation lets everything through.
+// its role, so per-tenant fairness has what it needs. Tenants are a closed set (the configured
+// keys'), so a tenant can key a map or a metric label without bounding it here.
 
 import type { Refusal } from '../backend/refusal.ts';
-import type { AdmissionContext } from '../admission/controller.ts';
+import type { FlowState } from './flow-core.ts';
 
 export type Role = 'user' | 'operator';
 
@@ -21,6 +20,17 @@ export interface Caller {
   readonly role: Role;
 }
 
+/** What flow control sees of a request. */
+export interface FlowRequest {
+  readonly caller: Caller;
+  /** Priority band, 0 (lowest) .. numBands − 1 (see `band`). */
+  readonly band: number;
+  /** Prompt tokens (0 when acquired before tokenizing, which happens only when `needsTokens` is false). */
+  readonly inputTokens: number;
+  /** Prompt tokens plus max_tokens × n. */
+  readonly totalTokens: number;
+}
+
 export interface FlowTicket {
   /** Give the ticket back (idempotent). */
   release(): void;
@@ -28,14 +38,35 @@ export interface FlowTicket {
 
 export type FlowResult = { readonly ok: true; readonly ticket: FlowTicket } | { readonly ok: false; readonly refusal: Refusal };
 
+/** Why flow control let a request go or not, as counted in `headroom_flow_decisions_total{reason}`. */
+export const FLOW_DECISIONS = ['admitted', 'admitted_after_wait', 'queue_full', 'queue_ttl', 'too_large', 'client_left'] as const;
+export type FlowDecision = (typeof FLOW_DECISIONS)[number];
+
+export type FlowListener = (band: number, tenant: string, decision: FlowDecision) => void;
+
 export interface FlowControl {
   readonly name: string;
-  acquire(ctx: AdmissionContext, caller: Caller): FlowResult;
+  readonly numBands: number;
+  /** A token cap is set: acquire after tokenizing, with the token counts. Otherwise acquire first. */
+  readonly needsTokens: boolean;
+  /** The band of a request's `x-headroom-priority` header (throws an ApiError 400 on a bad one). */
+  band(header: string | string[] | undefined): number;
+  /** A ticket now, a ticket after a wait, or a refusal (a request that can never fit throws an ApiError 400). An aborted signal leaves the queue at once. */
+  acquire(req: FlowRequest, signal: AbortSignal): FlowResult | Promise<FlowResult>;
+  /** In flight and waiting, for /stats and the gauges. */
+  state(): FlowState;
+  /** Adds a listener called once per decision (metrics). */
+  onDecision(listener: FlowListener): void;
 }
 
 const NO_TICKET: FlowTicket = { release: () => undefined };
 
 export const noFlowControl: FlowControl = {
   name: 'off',
+  numBands: 1,
+  needsTokens: false,
+  band: () => 0,
   acquire: () => ({ ok: true, ticket: NO_TICKET }),
+  state: () => ({ inFlight: { requests: 0, inputTokens: 0, totalTokens: 0 }, queued: [0], drainPerS: 0 }),
+  onDecision: () => undefined,
 };

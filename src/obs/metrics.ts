@@ -19,6 +19,8 @@ import { REFUSAL_REASONS } from '../backend/refusal.ts';
 import type { StepKind } from '../engine/step-record.ts';
 import type { Outcome } from '../api/request-log.ts';
 import { OUTCOMES as API_OUTCOMES } from '../api/request-log.ts';
+import type { FlowControl } from '../flow/flow-control.ts';
+import { FLOW_DECISIONS } from '../flow/flow-control.ts';
 import { admissionBuckets, sloBuckets, stepBuckets, tokenLatencyBuckets } from './buckets.ts';
 
 // Refusal reasons come from the one vocabulary (backend/refusal.ts); all exist at 0 from the start,
@@ -37,6 +39,8 @@ export interface MetricsOptions {
   readonly processMetrics?: boolean;
   /** The tenant label's values (the API keys' tenants); default `default` alone. Others count as `other`. */
   readonly tenants?: readonly string[];
+  /** Flow control: its decisions are counted by band, tenant and reason, its state read on scrape. */
+  readonly flow?: FlowControl;
 }
 
 /** The tenant label of a tenant outside the configured set (cannot happen with keys from auth.ts; bounds the label anyway). */
@@ -135,6 +139,7 @@ export class Metrics {
       this.#bypassed.inc({ tenant }, 0);
     }
 
+    if (opts.flow !== undefined) this.#registerFlow(opts.flow);
     this.#registerState(opts);
     if (opts.processMetrics ?? true) collectDefaultMetrics({ register: reg });
   }
@@ -192,6 +197,31 @@ export class Metrics {
       else out.add(name);
     }
     return out;
+  }
+
+  /** Flow-control decisions (band × tenant × reason, all at 0 from the start) and its state on scrape. */
+  #registerFlow(flow: FlowControl): void {
+    const reg = this.registry;
+    const decisions = new Counter({ name: 'headroom_flow_decisions_total', help: 'Flow-control decisions, by priority band, tenant and reason (admitted, admitted_after_wait, queue_full, queue_ttl, too_large, client_left).', labelNames: ['band', 'tenant', 'reason'], registers: [reg] });
+    for (let band = 0; band < flow.numBands; band++) {
+      for (const tenant of [...this.#tenants, OTHER_TENANT]) for (const reason of FLOW_DECISIONS) decisions.inc({ band: String(band), tenant, reason }, 0);
+    }
+    flow.onDecision((band, tenant, reason) => decisions.inc({ band: String(band), tenant: this.#tenantLabel(tenant), reason }));
+    const gauge = (name: string, help: string, read: () => number): void =>
+      void new Gauge({ name, help, registers: [reg], collect(this: GaugeT<string>) { this.set(read()); } });
+    gauge('headroom_flow_in_flight_requests', 'Requests holding a flow-control slot.', () => flow.state().inFlight.requests);
+    gauge('headroom_flow_in_flight_input_tokens', 'Prompt tokens of the requests holding a flow-control slot.', () => flow.state().inFlight.inputTokens);
+    gauge('headroom_flow_in_flight_total_tokens', 'Prompt plus max_tokens × n of the requests holding a flow-control slot.', () => flow.state().inFlight.totalTokens);
+    gauge('headroom_flow_drain_per_second', 'Flow-control slots freed per second lately (what Retry-After is estimated from).', () => flow.state().drainPerS);
+    new Gauge({
+      name: 'headroom_flow_queued',
+      help: 'Requests waiting in the flow-control queue, by priority band.',
+      labelNames: ['band'],
+      registers: [reg],
+      collect(this: GaugeT<string>) {
+        flow.state().queued.forEach((n, band) => this.set({ band: String(band) }, n));
+      },
+    });
   }
 
   /** Gauges and engine-derived counters, all read from one `stats()` call per collector at scrape time. */

@@ -5,6 +5,7 @@
 import type { Engine } from '../engine/engine.ts';
 import type { RefusalReason } from '../backend/refusal.ts';
 import type { FinishReason, RequestTimeline } from '../engine/outputs.ts';
+import type { FlowControl } from '../flow/flow-control.ts';
 import { Metrics } from './metrics.ts';
 import { StepMetrics } from './step-observer.ts';
 import type { TracingOptions } from './tracing.ts';
@@ -25,6 +26,8 @@ export interface ObservabilityOptions {
   readonly modelName?: string;
   /** Every tenant a request can come from (the API keys'; default just `default`): the tenant label's values. */
   readonly tenants?: readonly string[];
+  /** Flow control, whose decisions and state the metrics report (default: none reported). */
+  readonly flow?: FlowControl;
 }
 
 export class Observability {
@@ -41,6 +44,7 @@ export class Observability {
             stats: () => engine.stats(),
             ...(opts.processMetrics === undefined ? {} : { processMetrics: opts.processMetrics }),
             ...(opts.tenants === undefined ? {} : { tenants: opts.tenants }),
+            ...(opts.flow === undefined ? {} : { flow: opts.flow }),
           });
     if (this.metrics !== null) engine.onStep(new StepMetrics(this.metrics).onStep);
     this.tracer = opts.otelEndpoint === undefined ? null : new RequestTracer({ endpoint: opts.otelEndpoint, ...opts.tracing });

@@ -18,6 +18,7 @@ import { toPredictor } from '../../src/admission/predictor/predictor.ts';
 import { KeyRing } from '../../src/api/auth.ts';
 import { refusal } from '../../src/backend/refusal.ts';
 import type { Caller, FlowControl } from '../../src/flow/flow-control.ts';
+import { noFlowControl } from '../../src/flow/flow-control.ts';
 import { startOpsServer, until } from './ops-server.ts';
 
 const KEYS = ['# team keys', 'sk-alpha-000000001 team-a', 'sk-beta-0000000002 team-b user  # trailing comment', '', 'sk-ops-00000000003 ops operator'];
@@ -28,7 +29,7 @@ const post = (url: string, headers: Record<string, string> = {}) => request(`${u
 /** Remembers who flow control saw. */
 function recordingFlow(): FlowControl & { callers: Caller[] } {
   const callers: Caller[] = [];
-  return { name: 'recording', callers, acquire: (_ctx, caller) => (callers.push(caller), { ok: true, ticket: { release: () => undefined } }) };
+  return { ...noFlowControl, name: 'recording', callers, acquire: (r) => (callers.push(r.caller), { ok: true, ticket: { release: () => undefined } }) };
 }
 
 /** Admission on, refusing every request it is asked about, and counting the questions. */

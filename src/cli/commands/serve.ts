@@ -21,6 +21,8 @@ import { DEFAULT_MODEL_PATH } from '../../model/default-model.ts';
 import type { EffectiveConfig } from '../config.ts';
 import { effectiveConfig, originNote } from '../config.ts';
 import { debugEnabled } from '../user-error.ts';
+import { FlowController } from '../../flow/flow-controller.ts';
+import { parseBandShares } from '../../flow/priority.ts';
 
 interface ServeFlags {
   host: string;
@@ -75,6 +77,12 @@ interface ServeFlags {
   corsOrigin: string[];
   servedModelName?: string[];
   protectMetrics: boolean;
+  maxInflightRequests: string;
+  maxInflightTokens: string;
+  maxInflightTotalTokens: string;
+  flowQueueSize: string;
+  flowQueueTtlMs: string;
+  priorityBands: string;
 }
 
 const int = (name: string, v: string): number => {
@@ -157,6 +165,12 @@ export function registerServeCommand(program: Command): void {
     .option('--protect-metrics', 'with API keys, /metrics needs a key too (default: open, like /health and /ready)', false)
     .option('--cors-origin <origin>', 'allow browsers on this origin (scheme://host[:port], or *) to call the API; repeatable', (v: string, prev: string[]) => [...prev, v], [] as string[])
     .option('--served-model-name <names...>', "names the model answers to (requests must use one; /v1/models lists them); default: the model file's stem")
+    .option('--max-inflight-requests <n>', 'flow control: most requests in flight (0: unlimited); past it requests wait in the flow queue or get 429', '0')
+    .option('--max-inflight-tokens <n>', 'flow control: most prompt tokens of the requests in flight (0: unlimited)', '0')
+    .option('--max-inflight-total-tokens <n>', 'flow control: most prompt plus max_tokens × n of the requests in flight (0: unlimited)', '0')
+    .option('--flow-queue-size <n>', 'flow control: most requests waiting for a slot, all bands together (0: 429 at once)', '256')
+    .option('--flow-queue-ttl-ms <ms>', 'flow control: longest wait for a slot, then 429 with Retry-After', '5000')
+    .option('--priority-bands <shares>', "flow control: each priority band's share of the caps and the queue, lowest band first (x-headroom-priority 0..n-1; no header: the top band)", '1')
     .option('--no-exit-on-engine-failure', `stay up with /health at 503 when the engine fails, instead of exiting with status ${EXIT_CODES.engineFailure}`)
     .action(async (f: ServeFlags, cmd: Command) => {
       const where = { host: f.host, port: Number(f.port) };
@@ -242,6 +256,7 @@ async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> 
     ...(f.traceOut === undefined ? {} : { traceOut: f.traceOut }),
     admission,
     keys,
+    ...flowOption(f),
     statsExtra: () => ({ config }),
     onEngineFailure: (error) => {
       // Every held request has already failed and the last step records are in the log.
@@ -253,6 +268,30 @@ async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> 
       setTimeout(() => process.exit(EXIT_CODES.engineFailure), 100).unref();
     },
   });
+}
+
+/** Flow control from its flags: absent when no cap is set (nothing to count against). */
+function flowOption(f: ServeFlags): { flow?: FlowController } {
+  const count = (name: string, v: string): number => {
+    const n = int(name, v);
+    if (n < 0) throw new StartupError(`--${name}: expected an integer ≥ 0, got '${v}'`);
+    return n;
+  };
+  const cap = (name: string, v: string): number => count(name, v) || Infinity;
+  const maxRequests = cap('max-inflight-requests', f.maxInflightRequests);
+  const maxInputTokens = cap('max-inflight-tokens', f.maxInflightTokens);
+  const maxTotalTokens = cap('max-inflight-total-tokens', f.maxInflightTotalTokens);
+  let shares: number[];
+  try {
+    shares = parseBandShares(f.priorityBands);
+    const limits = { maxRequests, maxInputTokens, maxTotalTokens, shares, queueSize: count('flow-queue-size', f.flowQueueSize), queueTtlMs: int('flow-queue-ttl-ms', f.flowQueueTtlMs) };
+    const on = maxRequests !== Infinity || maxInputTokens !== Infinity || maxTotalTokens !== Infinity;
+    const flow = new FlowController(limits);
+    return on || shares.length > 1 ? { flow } : {};
+  } catch (err) {
+    if (err instanceof StartupError) throw err;
+    throw new StartupError((err as Error).message, { cause: err });
+  }
 }
 
 async function admissionConfig(f: ServeFlags): Promise<AdmissionConfig> {
