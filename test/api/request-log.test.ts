@@ -13,8 +13,7 @@ import { ConnectionGuard } from '../../src/api/connections.ts';
 import { textStream } from '../../src/api/logger.ts';
 import { buildServer } from '../../src/api/server.ts';
 import type { Backend } from '../../src/backend/backend.ts';
-import type { RunnerPlan, StepResult } from '../../src/engine/plan.ts';
-import { MockRunner } from '../../src/engine/runner/mock/mock-runner.ts';
+import { FlakyRunner } from '../helpers/flaky-runner.ts';
 import { startOpsServer, until } from './ops-server.ts';
 
 const SECRET = 'PURPLE-ELEPHANT-4471';
@@ -191,20 +190,10 @@ test('an error below the routes (bad HTTP framing) logs one warn line with the c
 });
 
 test('an engine failure inside a 200 stream logs at error with engine_failure', async () => {
-  class FailingRunner extends MockRunner {
-    fail = false;
-    override async execute(plan: RunnerPlan): Promise<StepResult> {
-      if (this.fail && plan.items.length > 0) {
-        this.fail = false;
-        return { ok: false, reason: 'backend_error', message: 'simulated backend failure' };
-      }
-      return super.execute(plan);
-    }
-  }
-  const runner = new FailingRunner({ cost: { speed: 0 } });
+  const runner = new FlakyRunner({ cost: { speed: 0 } });
   const s = await startOpsServer({ runner });
   try {
-    runner.fail = true;
+    runner.failNext = 'fail';
     const r = await chat(s.url, { max_tokens: 5, stream: true });
     assert.match(await r.body.text(), /engine_failure/);
     await until(() => s.requests().length === 1, 'the line');

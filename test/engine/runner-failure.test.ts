@@ -3,21 +3,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { request } from 'undici';
-import { MockRunner } from '../../src/engine/runner/mock/mock-runner.ts';
-import type { RunnerPlan, StepResult } from '../../src/engine/plan.ts';
 import { startTestServer } from '../helpers/headroom.ts';
 import { streamCompletion } from '../helpers/sse.ts';
+import { FlakyRunner } from '../helpers/flaky-runner.ts';
 
-class FlakyRunner extends MockRunner {
-  failNext: 'throw' | 'fail' | null = null;
-  override async execute(plan: RunnerPlan): Promise<StepResult> {
-    const mode = plan.items.length > 0 ? this.failNext : null;
-    if (mode !== null) this.failNext = null;
-    if (mode === 'throw') throw new Error('simulated addon bug');
-    if (mode === 'fail') return { ok: false, reason: 'backend_error', message: 'simulated backend failure' };
-    return super.execute(plan);
-  }
-}
 
 for (const scheduler of ['fifo', 'continuous'] as const) {
   test(`a failing runner step fails its requests cleanly and the server keeps serving (${scheduler})`, async () => {

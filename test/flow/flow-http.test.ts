@@ -8,8 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { request } from 'undici';
 import { refusal } from '../../src/backend/refusal.ts';
-import type { RunnerPlan, StepResult } from '../../src/engine/plan.ts';
-import { MockRunner } from '../../src/engine/runner/mock/mock-runner.ts';
+import { FlakyRunner } from '../helpers/flaky-runner.ts';
 import type { FlowRequest, FlowResult } from '../../src/flow/flow-control.ts';
 import type { FlowLimits } from '../../src/flow/flow-core.ts';
 import { FlowController } from '../../src/flow/flow-controller.ts';
@@ -222,16 +221,6 @@ test('priority bands: at 1 of 2 slots band 0 (share 0.5) is refused with 429 whi
 });
 
 test('the slot comes back exactly once however a request ends: finish, a 400 after the slot was taken, abort mid-stream, admission refusal, engine error', async () => {
-  class FailingRunner extends MockRunner {
-    fail = false;
-    override async execute(plan: RunnerPlan): Promise<StepResult> {
-      if (this.fail && plan.items.length > 0) {
-        this.fail = false;
-        return { ok: false, reason: 'backend_error', message: 'simulated backend failure' };
-      }
-      return super.execute(plan);
-    }
-  }
   let refuse = false;
   const admission = {
     name: 'refuse-on-demand',
@@ -240,7 +229,7 @@ test('the slot comes back exactly once however a request ends: finish, a 400 aft
     observe: () => undefined,
     state: () => ({}),
   };
-  const runner = new FailingRunner({ cost: { speed: 1, decodeSeqMs: 5 } });
+  const runner = new FlakyRunner({ cost: { speed: 1, decodeSeqMs: 5 } });
   const flow = new WatchedFlow(limits({ maxRequests: 2 }));
   const s = await serve(flow, { runner, admission: admission as never, server: { logLevel: 'silent', maxOutputTokens: 64 } });
   const settled = async (what: string): Promise<void> => {
@@ -265,7 +254,7 @@ test('the slot comes back exactly once however a request ends: finish, a 400 aft
     await refused.body.json();
     refuse = false;
     await settled('admission refusal');
-    runner.fail = true;
+    runner.failNext = 'fail';
     const failed = await post(s.url, {});
     await failed.body.text();
     await settled('engine error');
