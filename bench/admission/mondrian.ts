@@ -62,7 +62,9 @@ for (const alpha of [0.2, 0.05]) {
     const byClass = new Map<string, number[]>();
     for (const r of cal) {
       const k = s.classOf(r);
-      byClass.set(k, [...(byClass.get(k) ?? []), ratioScore.score(r.yhat, r.y)]);
+      const scores = byClass.get(k) ?? [];
+      scores.push(ratioScore.score(r.yhat, r.y));
+      byClass.set(k, scores);
     }
     const qOf = new Map<string, number>();
     for (const [k, v] of byClass) qOf.set(k, v.length >= minN ? conformalQuantile(Float64Array.from(v).sort(), alpha) : marginalQ);
