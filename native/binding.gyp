@@ -16,9 +16,7 @@
       "cflags_cc": ["-std=c++17", "-O2", "-fexceptions", "-Wall", "-Wextra", "-Wno-unused-parameter"],
       "libraries": [
         "-L<(llama_bins)",
-        "-l:libllama.v0.4.0.so",
-        "-l:libggml.v0.4.0.so",
-        "-l:libggml-base.so",
+        "<!@(node -p \"process.env.HEADROOM_LLAMA_LIBS || '-l:libllama.v0.4.0.so -l:libggml.v0.4.0.so -l:libggml-base.so'\")",
         "-Wl,-rpath,<(llama_bins)"
       ]
     }

@@ -1,9 +1,13 @@
 #!/usr/bin/env node
 // Builds the llama.cpp addon (native/) during `npm install`, with no network:
-// 1. clones llama.cpp's headers from the git bundle node-llama-cpp ships (llama/gitRelease.bundle)
-//    into native/vendor/llama.cpp, unless that checkout is already at the bundle's commit;
-// 2. runs node-gyp against Node's installed headers (--nodedir=/usr, or the prefix of the running
-//    node), linking the prebuilt libllama/libggml of @node-llama-cpp/linux-x64.
+// 1. clones llama.cpp from the git bundle node-llama-cpp ships (llama/gitRelease.bundle) into
+//    native/vendor/llama.cpp, unless that checkout is already at the bundle's commit (only the
+//    headers when HEADROOM_LLAMA_BUILD=prebuilt);
+// 2. builds llama.cpp's libraries from that source for this CPU (scripts/build-llama.mjs;
+//    HEADROOM_LLAMA_BUILD=auto|source|prebuilt), or uses the prebuilt libllama/libggml of
+//    @node-llama-cpp/linux-x64 when it cannot;
+// 3. runs node-gyp against Node's installed headers (--nodedir=/usr, or the prefix of the running
+//    node), linking the libraries of step 2.
 // Set HEADROOM_SKIP_NATIVE=1 to skip (the mock runner still works; the llama runner then fails
 // with a message saying the addon is not built).
 //
@@ -17,6 +21,7 @@ import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { nativeStamp, readStampHash } from './native-stamp.mjs';
+import { buildLlama, PREBUILT_LIBS, SOURCE_LIBS } from './build-llama.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(join(root, 'package.json'));
@@ -65,6 +70,10 @@ if (existsSync(join(vendorDir, '.git'))) {
   }
 }
 const haveHeaders = existsSync(join(vendorDir, 'include', 'llama.h'));
+const haveSource = existsSync(join(vendorDir, 'CMakeLists.txt')) && existsSync(join(vendorDir, 'src', 'llama.cpp'));
+const mode = process.env.HEADROOM_LLAMA_BUILD ?? 'auto';
+if (!['auto', 'source', 'prebuilt'].includes(mode)) throw new Error(`HEADROOM_LLAMA_BUILD: expected auto, source or prebuilt, got ${mode}`);
+const wantSource = mode !== 'prebuilt';
 
 // node-llama-cpp is a dev dependency: it only carries the llama.cpp source bundle (the headers).
 const llamaCppDir = optionalPackageDir('node-llama-cpp');
@@ -76,13 +85,15 @@ const bundle = llamaCppDir === null ? null : join(llamaCppDir, 'llama', 'gitRele
 if (bundle !== null && !existsSync(bundle)) throw new Error(`llama.cpp source bundle not found at ${bundle}`);
 const wantCommit = bundle === null ? haveCommit : run('git', ['bundle', 'list-heads', bundle]).trim().split(/\s+/)[0];
 
-if (bundle !== null && (haveCommit !== wantCommit || !haveHeaders)) {
+if (bundle !== null && (haveCommit !== wantCommit || !haveHeaders || (wantSource && !haveSource))) {
   log(`cloning llama.cpp ${wantCommit?.slice(0, 12)} from ${bundle}`);
   rmSync(vendorDir, { recursive: true, force: true });
   mkdirSync(dirname(vendorDir), { recursive: true });
   run('git', ['-c', 'advice.detachedHead=false', 'clone', '--quiet', '--no-checkout', bundle, vendorDir]);
-  // Only the headers are needed: check out include/ and ggml/include/ (seconds, a few MB).
-  run('git', ['-C', vendorDir, '-c', 'advice.detachedHead=false', 'checkout', '--quiet', wantCommit, '--', 'include', 'ggml/include']);
+  // The prebuilt libraries need only the headers (include/, ggml/include/: seconds, a few MB);
+  // a source build needs the tree.
+  const paths = wantSource ? ['.'] : ['include', 'ggml/include'];
+  run('git', ['-C', vendorDir, '-c', 'advice.detachedHead=false', 'checkout', '--quiet', wantCommit, '--', ...paths]);
   run('git', ['-C', vendorDir, 'update-ref', '--no-deref', 'HEAD', wantCommit]);
 }
 
@@ -90,14 +101,22 @@ if (bundle !== null && (haveCommit !== wantCommit || !haveHeaders)) {
 const nodeDir = resolve(dirname(process.execPath), '..');
 const nodedirArgs = existsSync(join(nodeDir, 'include', 'node', 'node_api.h')) ? [`--nodedir=${nodeDir}`] : [];
 const gyp = require.resolve('node-gyp/bin/node-gyp.js');
-const binsDir = join(packageDir('@node-llama-cpp/linux-x64'), 'bins', 'linux-x64');
-if (!existsSync(join(binsDir, 'libllama.v0.4.0.so'))) throw new Error(`libllama not found in ${binsDir}`);
+const prebuiltDir = join(packageDir('@node-llama-cpp/linux-x64'), 'bins', 'linux-x64');
+const sourceDir =
+  wantSource && existsSync(join(vendorDir, 'CMakeLists.txt'))
+    ? buildLlama({ vendorDir, outDir: join(nativeDir, 'llama-build'), commit: wantCommit, mode, log })
+    : null;
+if (wantSource && sourceDir === null && mode === 'source') throw new Error('HEADROOM_LLAMA_BUILD=source but there is no llama.cpp source to build');
+const binsDir = sourceDir ?? prebuiltDir;
+const libs = sourceDir === null ? PREBUILT_LIBS : SOURCE_LIBS;
+if (sourceDir === null && !existsSync(join(binsDir, 'libllama.v0.4.0.so'))) throw new Error(`libllama not found in ${binsDir}`);
 
 const addonPath = join(nativeDir, 'build', 'Release', 'headroom_llama.node');
 const stampPath = join(nativeDir, 'build', 'headroom-stamp.json');
 const stamp = nativeStamp(nativeDir, {
   llamaCommit: wantCommit,
   libDir: binsDir,
+  libs,
   nodeAbi: process.versions.modules,
   nodeAddonApi: packageVersion('node-addon-api'),
   platform: `${process.platform}-${process.arch}`,
@@ -111,10 +130,10 @@ log(`node-gyp rebuild ${nodedirArgs.join(' ')} -j2`);
 execFileSync(process.execPath, [gyp, 'rebuild', ...nodedirArgs, '-j2'], {
   cwd: nativeDir,
   stdio: 'inherit',
-  env: { ...process.env, HEADROOM_LLAMA_BINS: binsDir },
+  env: { ...process.env, HEADROOM_LLAMA_BINS: binsDir, HEADROOM_LLAMA_LIBS: libs },
 });
 writeFileSync(stampPath, `${JSON.stringify(stamp, null, 2)}\n`);
-log('built native/build/Release/headroom_llama.node');
+log(`built native/build/Release/headroom_llama.node, linked to ${sourceDir === null ? 'the prebuilt' : 'the source-built'} llama.cpp in ${binsDir}`);
 
 function packageVersion(name) {
   return JSON.parse(readFileSync(join(packageDir(name), 'package.json'), 'utf8')).version;

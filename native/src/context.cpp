@@ -8,6 +8,7 @@
 #include "decode_worker.h"
 #include "tokenize_worker.h"
 #include "ggml-backend.h"
+#include "ggml-cpu.h"
 
 namespace {
 
@@ -86,9 +87,10 @@ HeadroomLlama::HeadroomLlama(const Napi::CallbackInfo& info) : Napi::ObjectWrap<
 
   llama_log_set(logCallback, nullptr);
   if (!gBackendsLoaded) {
-    // Without this, model loading fails with "no backends are loaded": the CPU backend is one of
-    // the libggml-cpu-<level>.so variants in the bins folder, chosen at run time.
-    ggml_backend_load_all_from_path(binsDir.c_str());
+    // The prebuilt libraries load their CPU backend at run time: one of the libggml-cpu-<level>.so
+    // variants in the bins folder (without this, "no backends are loaded"). A libggml built from
+    // source (scripts/build-llama.mjs) has it built in; loading a variant too would add a second CPU device.
+    if (ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU) == nullptr) ggml_backend_load_all_from_path(binsDir.c_str());
     gBackendsLoaded = true;
   }
 
@@ -137,6 +139,23 @@ HeadroomLlama::HeadroomLlama(const Napi::CallbackInfo& info) : Napi::ObjectWrap<
     freeAll();
     throw Napi::Error::New(env, "llama.cpp could not create a context (n_ctx, n_seq_max or n_batch out of range?)");
   }
+  // A persistent thread pool for llama_decode. The CPU backend is a run-time-loaded library, so
+  // its thread-pool functions are looked up through the backend registry, as llama.cpp's tools do.
+  if (o.Get("threadPool").IsUndefined() || o.Get("threadPool").ToBoolean().Value()) {
+    ggml_backend_dev_t cpu = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+    ggml_backend_reg_t reg = cpu != nullptr ? ggml_backend_dev_backend_reg(cpu) : nullptr;
+    auto* newFn = reg != nullptr ? reinterpret_cast<decltype(ggml_threadpool_new)*>(ggml_backend_reg_get_proc_address(reg, "ggml_threadpool_new")) : nullptr;
+    auto* freeFn = reg != nullptr ? reinterpret_cast<decltype(ggml_threadpool_free)*>(ggml_backend_reg_get_proc_address(reg, "ggml_threadpool_free")) : nullptr;
+    if (newFn != nullptr && freeFn != nullptr) {
+      ggml_threadpool_params tpp = ggml_threadpool_params_default(std::max(threads_, threadsBatch_));
+      const int32_t poll = intOpt(o, "threadPoll", -1);
+      if (poll >= 0) tpp.poll = static_cast<uint32_t>(std::min(poll, 100));
+      threadpoolPoll_ = static_cast<int32_t>(tpp.poll);
+      threadpool_ = newFn(&tpp);
+      threadpoolFree_ = freeFn;
+      if (threadpool_ != nullptr) llama_attach_threadpool(ctx_, threadpool_, nullptr);
+    }
+  }
   nBatch_ = llama_n_batch(ctx_);
   nSeqMax_ = llama_n_seq_max(ctx_);
   batch_ = llama_batch_init(static_cast<int32_t>(nBatch_), 0, 1);
@@ -156,6 +175,8 @@ void HeadroomLlama::freeAll() {
   batchAllocated_ = false;
   if (ctx_ != nullptr) llama_free(ctx_);
   ctx_ = nullptr;
+  if (threadpool_ != nullptr) threadpoolFree_(threadpool_);
+  threadpool_ = nullptr;
   if (model_ != nullptr) llama_model_free(model_);
   model_ = nullptr;
   vocab_ = nullptr;
@@ -542,6 +563,8 @@ Napi::Value HeadroomLlama::Info(const Napi::CallbackInfo& info) {
   o.Set("nCtxTrain", Napi::Number::New(env, llama_model_n_ctx_train(model_)));
   o.Set("nBatch", Napi::Number::New(env, nBatch_));
   o.Set("nUbatch", Napi::Number::New(env, llama_n_ubatch(ctx_)));
+  o.Set("threadPool", Napi::Boolean::New(env, threadpool_ != nullptr));
+  o.Set("threadPoll", Napi::Number::New(env, threadpoolPoll_));
   o.Set("nSeqMax", Napi::Number::New(env, nSeqMax_));
   o.Set("nVocab", Napi::Number::New(env, llama_vocab_n_tokens(vocab_)));
   o.Set("bos", Napi::Number::New(env, llama_vocab_bos(vocab_)));

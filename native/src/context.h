@@ -12,6 +12,10 @@
 //   decode worker reports for every token sampled on that sequence, computed from the raw logits.
 // - llama_decode's refusals (1 = no KV slot, 2 = aborted, -1 = invalid batch, < -1 = fatal) come
 //   back as a status code in the resolved value; the promise rejects only on a bug.
+// - llama_decode runs on one persistent ggml thread pool made at construction (`threadpool_`),
+//   not the pool llama.cpp otherwise creates and joins for every graph: with the prebuilt
+//   libraries (no OpenMP) that per-graph pool cost a 2-thread batch-1 decode 13 ms instead of
+//   1.3 ms (bench/native/batched-bench.ts, docs/per-token.md). `threadPool: false` restores it.
 // - Tokenization may run on pool threads while a decode is in flight (it reads only the
 //   vocabulary and the immutable FastTokenizer); close() refuses while any is running.
 #pragma once
@@ -74,6 +78,11 @@ class HeadroomLlama : public Napi::ObjectWrap<HeadroomLlama> {
   uint32_t nSeqMax_ = 0;
   int32_t threads_ = 0;
   int32_t threadsBatch_ = 0;
+  // The persistent ggml thread pool llama_decode runs on (null: llama.cpp's per-call pool), and
+  // how it polls for work between graphs (0 = sleep at once, 100 = spin hardest).
+  ggml_threadpool* threadpool_ = nullptr;
+  void (*threadpoolFree_)(ggml_threadpool*) = nullptr;
+  int32_t threadpoolPoll_ = -1;
   bool busy_ = false;
   std::unique_ptr<FastTokenizer> tokenizer_;
   int32_t numTokenizing_ = 0;

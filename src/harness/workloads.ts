@@ -8,10 +8,13 @@
 //            scaled down when the model's context is smaller; fixed 128-token outputs. The study
 //            publishes the sizes but not their mix, so the default mix is 1:1:1 (`--mix`).
 //   uniform  every request the same size (`--prompt-tokens`, `--output-tokens`), each prompt unique.
+//   long     long prompts (issue 11's per-token comparison): half the requests carry one of 2 shared
+//            documents of 1,000–1,500 tokens followed by a question of 100–900 tokens, half a unique
+//            document of 800–2,800 tokens; requested output lognormal(μ 4.0, σ 0.9) clipped to [8, 256].
 import { Rng } from '../util/rng.ts';
 import { promptText, wordsForTokens } from './prompt-text.ts';
 
-export type WorkloadKind = 'chat' | 'mixed' | 'uniform';
+export type WorkloadKind = 'chat' | 'mixed' | 'uniform' | 'long';
 
 export interface WorkloadOptions {
   readonly kind: WorkloadKind;
@@ -46,6 +49,14 @@ const CHAT_SYSTEM_MIN = 480;
 const CHAT_SYSTEM_MAX = 650;
 const CHAT_USER_TOKENS = 45;
 const MIXED_SIZES = [512, 2048, 8192] as const;
+export const LONG_NUM_DOCS = 2;
+export const LONG_SHARED_FRACTION = 0.5;
+const LONG_DOC_MIN = 1000;
+const LONG_DOC_MAX = 1500;
+const LONG_QUESTION_MIN = 100;
+const LONG_QUESTION_MAX = 900;
+const LONG_UNIQUE_MIN = 800;
+const LONG_UNIQUE_MAX = 2800;
 const MIXED_CLASSES = ['short', 'medium', 'long'] as const;
 
 /** Draws request specs in order; request i's spec depends only on (options, i-th draw). */
@@ -54,6 +65,8 @@ export class Workload {
   readonly #rng: Rng;
   readonly #sharedPrompts: string[] = [];
   readonly #sharedTokens: number[] = [];
+  readonly #longDocs: string[] = [];
+  readonly #longDocTokens: number[] = [];
 
   constructor(opts: WorkloadOptions) {
     if (!(opts.tokensPerWord > 0)) throw new Error(`workload: expected tokensPerWord > 0, got ${opts.tokensPerWord}`);
@@ -67,6 +80,13 @@ export class Workload {
       const tokens = CHAT_SYSTEM_MIN + prefixRng.int(CHAT_SYSTEM_MAX - CHAT_SYSTEM_MIN + 1);
       this.#sharedTokens.push(tokens);
       this.#sharedPrompts.push(`System prompt ${i}. ` + promptText(prefixRng, wordsForTokens(tokens, opts.tokensPerWord)));
+    }
+    // Its own stream, so adding the long workload left the chat prompts above unchanged.
+    const docRng = new Rng(opts.seed, 'long-documents');
+    for (let i = 0; i < LONG_NUM_DOCS; i++) {
+      const tokens = LONG_DOC_MIN + docRng.int(LONG_DOC_MAX - LONG_DOC_MIN + 1);
+      this.#longDocTokens.push(tokens);
+      this.#longDocs.push(`Document ${i}. ` + promptText(docRng, wordsForTokens(tokens, opts.tokensPerWord)));
     }
   }
 
@@ -86,6 +106,8 @@ export class Workload {
         return this.#mixed();
       case 'uniform':
         return this.#single('uniform', this.#opts.promptTokens, this.#opts.outputTokens);
+      case 'long':
+        return this.#long();
     }
   }
 
@@ -112,6 +134,30 @@ export class Workload {
         { role: 'user', content: user },
       ],
       promptTokensEst: systemTokens + CHAT_USER_TOKENS,
+      maxTokens,
+    };
+  }
+
+  #long(): RequestSpec {
+    const rng = this.#rng;
+    const shared = rng.uniform() < LONG_SHARED_FRACTION;
+    const docId = shared ? rng.int(LONG_NUM_DOCS) : null;
+    const maxTokens = Math.round(Math.min(256, Math.max(8, rng.lognormal(4.0, 0.9))));
+    const tpw = this.#opts.tokensPerWord;
+    if (docId === null) {
+      const tokens = LONG_UNIQUE_MIN + rng.int(LONG_UNIQUE_MAX - LONG_UNIQUE_MIN + 1);
+      const text = promptText(rng, wordsForTokens(tokens, tpw));
+      return { klass: 'unique', prefixId: null, messages: [{ role: 'user', content: text }], promptTokensEst: tokens, maxTokens };
+    }
+    const question = LONG_QUESTION_MIN + rng.int(LONG_QUESTION_MAX - LONG_QUESTION_MIN + 1);
+    return {
+      klass: 'shared',
+      prefixId: docId,
+      messages: [
+        { role: 'system', content: this.#longDocs[docId] ?? '' },
+        { role: 'user', content: promptText(rng, wordsForTokens(question, tpw)) },
+      ],
+      promptTokensEst: (this.#longDocTokens[docId] ?? 0) + question,
       maxTokens,
     };
   }

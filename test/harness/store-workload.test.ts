@@ -61,3 +61,20 @@ test('mixed workload: three sizes in the given mix, scaled to the context', () =
   assert.ok(long !== undefined && long.promptTokensEst + long.maxTokens < 4096, `long ${long?.promptTokensEst}`);
   assert.equal(specs.find((s) => s.klass === 'short')?.promptTokensEst, Math.round(512 * w.mixedScale()));
 });
+
+test('long workload: half on 2 shared documents plus a question, half unique, 800–2,800 tokens, outputs in [8, 256]', () => {
+  const w = new Workload(opts('long'));
+  const specs = Array.from({ length: 2000 }, () => w.next());
+  const shared = specs.filter((s) => s.klass === 'shared');
+  assert.ok(Math.abs(shared.length / 2000 - 0.5) < 0.04, `shared ${shared.length}`);
+  assert.equal(new Set(shared.map((s) => s.messages[0]?.content)).size, 2);
+  for (const s of specs) {
+    assert.ok(s.maxTokens >= 8 && s.maxTokens <= 256, `max_tokens ${s.maxTokens}`);
+    assert.ok(s.promptTokensEst >= 800 && s.promptTokensEst <= 2800, `prompt ${s.promptTokensEst}`);
+    const words = s.messages.map((m) => m.content.split(' ').length).reduce((a, b) => a + b, 0);
+    assert.ok(Math.abs(words - s.promptTokensEst) <= 8, `words ${words} vs estimate ${s.promptTokensEst}`);
+  }
+  assert.ok(specs.some((s) => s.klass === 'unique' && s.promptTokensEst > 2000));
+  const median = specs.map((s) => s.maxTokens).sort((a, b) => a - b)[1000] ?? 0;
+  assert.ok(median > 45 && median < 65, `median output ${median} (exp(4.0) ≈ 55)`);
+});

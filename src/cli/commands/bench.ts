@@ -45,7 +45,7 @@ interface RunFlags {
   cooldownS: number;
   timeoutS: number;
   seed: number;
-  workload: 'chat' | 'mixed' | 'uniform';
+  workload: 'chat' | 'mixed' | 'uniform' | 'long';
   tokensPerWord: number;
   contextTokens: number;
   mix: number[];
@@ -81,7 +81,7 @@ export function registerBenchCommands(program: Command): void {
     .option('--cooldown-s <s>', 'arrivals in the last s seconds are flagged cooldown', num, 0)
     .option('--timeout-s <s>', 'client timeout; timed-out rows are censored', num, 300)
     .option('--seed <n>', 'seed for arrivals and workload', int, 0)
-    .addOption(new Option('--workload <kind>', 'request mix').choices(['chat', 'mixed', 'uniform']).default('chat'))
+    .addOption(new Option('--workload <kind>', 'request mix').choices(['chat', 'mixed', 'uniform', 'long']).default('chat'))
     .option('--tokens-per-word <r>', 'measured tokens per generated word on the target tokenizer', num, 1)
     .option('--context-tokens <n>', 'model context; mixed-size inputs are scaled to fit (0 = none)', int, 0)
     .option('--mix <s:m:l>', 'mixed workload weights short:medium:long', numList, [1, 1, 1])

@@ -31,6 +31,10 @@ export interface AddonContextOptions {
   readonly verbose: boolean;
   /** Accept nCtx above the model's trained context; otherwise the constructor throws an error with code 'context_beyond_trained'. */
   readonly allowBeyondTrained?: boolean;
+  /** Run llama_decode on one persistent ggml thread pool (default true); false: llama.cpp's pool made per graph. */
+  readonly threadPool?: boolean;
+  /** The pool's polling level between graphs, 0 (sleep at once) to 100 (spin hardest); default ggml's (50). */
+  readonly threadPoll?: number;
 }
 
 /** One sequence's sampler chain, as setSampler takes it. */
@@ -97,6 +101,10 @@ export interface AddonContextInfo {
   readonly addBos: boolean;
   readonly threads: number;
   readonly threadsBatch: number;
+  /** A persistent thread pool is attached (see AddonContextOptions.threadPool). */
+  readonly threadPool: boolean;
+  /** Its polling level (-1 without a pool). */
+  readonly threadPoll: number;
   /** Most bytes of input text one token stands for (longest rendered piece, special tokens included); 0 = no such bound (see fast_tokenizer.h). */
   readonly maxTokenBytes: number;
   /** The linear tokenizer (native/src/fast_tokenizer.h) is in use; false: llama_tokenize for everything. */

@@ -34,6 +34,10 @@ export interface LlamaRunnerOptions {
   readonly microBatchTokens?: number;
   /** llama.cpp threads for decode and prefill (default 2). */
   readonly threads?: number;
+  /** One persistent ggml thread pool for every decode (default true; see native/src/context.h). */
+  readonly threadPool?: boolean;
+  /** The pool's polling level between steps, 0–100 (default: ggml's 50). */
+  readonly threadPoll?: number;
   /** Addon path (default native/build/Release/headroom_llama.node); tests point it elsewhere. */
   readonly addonPath?: string;
   /** Pass all llama.cpp logs through (default: warnings and errors only). */
@@ -146,6 +150,8 @@ export class LlamaRunner implements Runner {
       threadsBatch: threads,
       verbose: opts.verbose ?? false,
       allowBeyondTrained: opts.contextBeyondTrained === true,
+      threadPool: opts.threadPool ?? true,
+      ...(opts.threadPoll === undefined ? {} : { threadPoll: opts.threadPoll }),
     });
     const ci = this.#ctx.info();
     this.tokenizer = new LlamaTokenizer(this.#ctx, ci.nVocab, ci.maxTokenBytes === 0 ? Infinity : ci.maxTokenBytes);
@@ -165,6 +171,8 @@ export class LlamaRunner implements Runner {
         trainedContextTokens: ci.nCtxTrain,
         microBatchTokens: ci.nUbatch,
         threads: ci.threads,
+        threadPool: ci.threadPool,
+        threadPoll: ci.threadPoll,
         chatTemplate: this.tokenizer.chatTemplateSource,
       },
     };

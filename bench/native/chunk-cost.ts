@@ -1,0 +1,108 @@
+// Benchmark (not a test): what one step costs as a function of its prompt chunk's size and of how
+// far into the pool attention reaches: the data behind the step-time budget (src/engine/scheduler/
+// step-cost.ts) and docs/per-token.md.
+//
+// Each step carries one decoding sequence (1 token) and a chunk of N prompt tokens of a second
+// sequence at position P (its cells 0..P already computed). Two layouts:
+//   own    the chunk's own prefix is the only thing in the pool (n_kv ≈ P + N);
+//   far    another sequence also holds FILL cells, so every row attends over ≈ FILL + P + N cells
+//          (kv_unified: other sequences' cells are masked, not skipped).
+// Repeats are interleaved across configurations so machine noise hits all alike.
+//
+//   node --import tsx bench/native/chunk-cost.ts [model.gguf] [--threads 2] [--reps 5]
+//        [--positions 0,1024,2048,4096,6144] [--chunks 16,64,256,512] [--fill 6144] [--json out.json]
+import { writeFileSync } from 'node:fs';
+import { LlamaRunner } from '../../src/engine/runner/llama/llama-runner.ts';
+import { asSeqId } from '../../src/engine/plan.ts';
+import type { RunnerPlan, StepItem } from '../../src/engine/plan.ts';
+import { ensureDefaultModel } from '../../src/model/default-model.ts';
+import { spread } from '../../src/engine/runner/llama/calibrate.ts';
+
+const args = process.argv.slice(2);
+const opt = (name: string, dflt: string): string => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1]! : dflt;
+};
+const list = (name: string, dflt: string): number[] => opt(name, dflt).split(',').map(Number);
+const modelPath = args[0] !== undefined && !args[0].startsWith('--') ? args[0] : await ensureDefaultModel();
+const threads = Number(opt('--threads', '2'));
+const reps = Number(opt('--reps', '5'));
+const positions = list('--positions', '0,1024,2048,4096,6144');
+const chunks = list('--chunks', '16,64,256,512');
+const fill = Number(opt('--fill', '6144'));
+const jsonOut = opt('--json', '');
+
+const maxChunk = Math.max(...chunks);
+const runner = new LlamaRunner({
+  modelPath,
+  threads,
+  maxSequences: 4,
+  maxBatchTokens: Math.max(512, maxChunk + 1),
+  microBatchTokens: Math.max(512, maxChunk + 1),
+  contextTokens: 16384,
+  contextBeyondTrained: true,
+});
+const vocab = runner.info.vocabSize;
+let state = 99;
+const rand = (n: number): number[] =>
+  Array.from({ length: n }, () => {
+    state = (state * 1103515245 + 12345) >>> 0;
+    return 1 + (state % (vocab - 1));
+  });
+const greedy = { temperature: 0, topP: 1, seed: 0 };
+const it = (seq: number, tokens: number[], startPos: number, sample: boolean): StepItem => ({
+  requestId: `c${seq}`,
+  seqId: asSeqId(seq),
+  tokens,
+  startPos,
+  sample,
+  resetSampler: startPos === 0,
+  sampling: greedy,
+});
+const exec = async (p: RunnerPlan): Promise<number> => {
+  const res = await runner.execute(p);
+  if (!res.ok) throw new Error(`${res.reason}: ${res.message}`);
+  return runner.lastTiming!.executeMs;
+};
+const rm = (seq: number): RunnerPlan['kvOps'][number] => ({ kind: 'remove', seqId: asSeqId(seq), p0: 0, p1: -1 });
+/** Put `n` tokens into `seq` from position 0, in calls of at most 512. */
+const prefill = async (seq: number, n: number): Promise<void> => {
+  const toks = rand(n);
+  for (let at = 0; at < n; at += 512) await exec({ kvOps: [], items: [it(seq, toks.slice(at, at + 512), at, at + 512 >= n)] });
+};
+
+interface Cell {
+  layout: 'own' | 'far';
+  pos: number;
+  chunk: number;
+  ms: number[];
+}
+const cells: Cell[] = [];
+for (const layout of ['own', 'far'] as const) for (const pos of positions) for (const chunk of chunks) cells.push({ layout, pos, chunk, ms: [] });
+
+// Sequence 0 decodes (128-token context); sequence 1 takes the chunk; sequence 2 is the far filler.
+await exec({ kvOps: [rm(0), rm(1), rm(2)], items: [it(0, rand(128), 0, true)] });
+for (let rep = 0; rep < reps; rep++) {
+  for (const layout of ['own', 'far'] as const) {
+    await exec({ kvOps: [rm(2)], items: [it(0, rand(1), 128, true)] });
+    if (layout === 'far') await prefill(2, fill);
+    for (const pos of positions) {
+      await exec({ kvOps: [rm(1)], items: [it(0, rand(1), 128, true)] });
+      if (pos > 0) await prefill(1, pos);
+      for (const chunk of chunks) {
+        const ms = await exec({ kvOps: [{ kind: 'remove', seqId: asSeqId(1), p0: pos, p1: -1 }], items: [it(0, rand(1), 128, true), it(1, rand(chunk), pos, true)] });
+        cells.find((c) => c.layout === layout && c.pos === pos && c.chunk === chunk)!.ms.push(ms);
+      }
+    }
+  }
+  process.stderr.write(`rep ${rep + 1}/${reps}\n`);
+}
+await runner.close();
+
+console.log('layout  position  chunk   step ms (median, min–max)   ms per chunk token');
+const out = cells.map((c) => {
+  const s = spread(c.ms);
+  console.log(`${c.layout.padEnd(6)}  ${String(c.pos).padStart(8)}  ${String(c.chunk).padStart(5)}   ${s.median.toFixed(2).padStart(7)} (${s.min.toFixed(2)}–${s.max.toFixed(2)})   ${(s.median / c.chunk).toFixed(4)}`);
+  return { layout: c.layout, pos: c.pos, chunk: c.chunk, fill: c.layout === 'far' ? fill : 0, stepMs: s };
+});
+if (jsonOut !== '') writeFileSync(jsonOut, JSON.stringify({ modelPath, threads, reps, cells: out }, null, 2) + '\n');
