@@ -45,6 +45,7 @@ interface ServeFlags {
   prefixCache: 'on' | 'off';
   blockSize: string;
   prefillChunk?: string;
+  stepTargetMs: string;
   priority: 'prefill-first' | 'decode-first';
   staticBatch: string;
   staticWaitMs: string;
@@ -85,6 +86,12 @@ interface ServeFlags {
   priorityBands: string;
 }
 
+const stepTarget = (v: string): number | 'auto' | 'off' => {
+  if (v === 'auto' || v === 'off') return v;
+  const n = Number(v);
+  if (v.trim() === '' || !(n > 0) || !Number.isFinite(n)) throw new StartupError(`--step-target-ms: expected a positive number of ms, 'auto' or 'off', got '${v}'`);
+  return n;
+};
 const int = (name: string, v: string): number => {
   const n = Number(v);
   if (v.trim() === '' || !Number.isInteger(n)) throw new StartupError(`--${name}: expected an integer, got '${v}'`);
@@ -122,7 +129,7 @@ export function registerServeCommand(program: Command): void {
     .option('--ctx <cells>', "KV cells in the unified pool (default: the model's trained context, at most 8192; mock: 8192)")
     .option('--ctx-beyond-trained', "allow --ctx above the model's trained context (GGUF llama.context_length)", false)
     .option('--parallel <n>', 'sequence ids (most requests running at once)', '16')
-    .option('--batch-tokens <n>', 'most tokens in one forward pass', '512')
+    .option('--batch-tokens <n>', 'most tokens in one forward pass (a step with nothing decoding may fill it; llama.cpp computes it in micro-batches of at most 512)', '2048')
     .addOption(new Option('--scheduler <name>', 'scheduling policy').choices(['fifo', 'static', 'continuous']).default('continuous'))
     .addOption(new Option('--kv <mode>', 'KV accounting').choices(['paged', 'contiguous']).default('paged'))
     .addOption(new Option('--prefix-cache <on|off>', 'radix prefix cache (paged KV only)').choices(['on', 'off']).default('on'))
@@ -131,7 +138,8 @@ export function registerServeCommand(program: Command): void {
     .option('--cache-max-fraction <f>', 'most of the KV pool idle cached prefixes may keep, (0, 1]', '1')
     .option('--kv-watermark <f>', 'share of KV blocks a new request must leave free while others run (room for their decode growth), [0, 0.5]', '0.01')
     .option('--max-preemptions <n>', 'a request preempted this many times is not preempted again before it finishes', '2')
-    .option('--prefill-chunk <tokens>', 'most prompt tokens per step, all requests together (bounds step time and so ITL)', '256')
+    .option('--prefill-chunk <tokens>', 'prompt tokens per step while others decode, at the start of a prompt (--step-target-ms auto keeps that step time at any depth; off: a fixed cap)', '256')
+    .option('--step-target-ms <ms|auto|off>', "time a step with decoding requests may take, prompt chunk included: a number, 'auto' (what a --prefill-chunk chunk takes at the start of a prompt, measured) or 'off' (every step capped at --prefill-chunk tokens)", 'auto')
     .addOption(new Option('--priority <p>', 'who gets the step budget first').choices(['prefill-first', 'decode-first']).default('decode-first'))
     .option('--static-batch <n>', 'static scheduler: batch size', '8')
     .option('--static-wait-ms <ms>', 'static scheduler: longest wait to fill a batch', '50')
@@ -222,6 +230,7 @@ async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> 
     contextBeyondTrained: f.ctxBeyondTrained,
     maxSequences: int('parallel', f.parallel),
     maxBatchTokens: int('batch-tokens', f.batchTokens),
+    microBatchTokens: Math.min(512, int('batch-tokens', f.batchTokens)),
     mockSpeed: Number(f.mockSpeed),
   };
   const admission = await admissionConfig(f);
@@ -244,6 +253,7 @@ async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> 
       prefixCache: f.kv === 'paged' && f.prefixCache === 'on',
       blockSize: int('block-size', f.blockSize),
       ...(f.prefillChunk === undefined ? {} : { prefillChunkTokens: int('prefill-chunk', f.prefillChunk) }),
+      stepTarget: stepTarget(f.stepTargetMs),
       priority: f.priority,
       staticBatchSize: int('static-batch', f.staticBatch),
       staticWaitMs: int('static-wait-ms', f.staticWaitMs),

@@ -15,6 +15,8 @@ export interface RunnerConfig {
   readonly contextBeyondTrained?: boolean;
   readonly maxSequences: number;
   readonly maxBatchTokens: number;
+  /** llama: n_ubatch (default maxBatchTokens). */
+  readonly microBatchTokens?: number;
   readonly mockSpeed: number;
 }
 
@@ -35,5 +37,6 @@ export async function createRunner(c: RunnerConfig): Promise<Runner> {
     contextBeyondTrained: c.contextBeyondTrained === true,
     maxSequences: c.maxSequences,
     maxBatchTokens: c.maxBatchTokens,
+    ...(c.microBatchTokens === undefined ? {} : { microBatchTokens: c.microBatchTokens }),
   });
 }

@@ -18,7 +18,11 @@
 //      preemptions for 76 requests when only the first chunk's blocks were checked). Why starting
 //      stopped is published in the snapshot (`stopReason`).
 // Prompt tokens in one step are capped by `prefillChunkTokens` (all requests together), which is
-// what bounds a step's time and so the inter-token latency of everyone decoding.
+// what bounds a step's time and so the inter-token latency of everyone decoding. With a step-time
+// budget (`stepBudget`, continuous decode-first only) the cap is instead sized per step from a cost
+// model fitted to the steps run so far (step-cost.ts): a step with decode rows carries the chunk
+// that keeps it near the target time at the pool's current depth, a step without takes the whole
+// token budget.
 // `decode-first` (default) gives every decoding request its token before any prompt chunk;
 // `prefill-first` gives prompt chunks and new requests the budget first — measured to stall every
 // stream for seconds while prompts queue (docs/benchmarks.md, results/peer/rate-0.6/headroom-r4).
@@ -35,6 +39,8 @@ import type { RequestQueue } from './request-queue.ts';
 import type { ScheduledItem, Scheduler, SchedulerPlan, SchedulerSnapshot, StopReason } from './scheduler.ts';
 import { emptySchedulerPlan } from './scheduler.ts';
 import { ForkGroups } from './fork-groups.ts';
+import { StepBudget } from './step-cost.ts';
+import type { StepCostOptions } from './step-cost.ts';
 import { bug } from '../../util/bug.ts';
 
 /** Preemptions after which a request is not preempted again before it finishes (by default). */
@@ -58,6 +64,12 @@ export interface BatchSchedulerOptions {
   readonly queue: RequestQueue;
   /** A request preempted this many times is not chosen as a victim again (default 2). */
   readonly maxPreemptions?: number;
+  /**
+   * Step-time budget (continuous, decode-first): size prompt chunks from measured step costs.
+   * undefined/null: the static prefillChunkTokens cap. baseChunkTokens and maxChunkTokens come
+   * from prefillChunkTokens and maxBatchTokens.
+   */
+  readonly stepBudget?: Pick<StepCostOptions, 'targetMs' | 'minChunkTokens' | 'warmupSteps'> | null;
 }
 
 /** What is left of one step's budget while it is being planned. */
@@ -84,6 +96,9 @@ export class BatchScheduler implements Scheduler {
   /** Parallel-sampling followers parked on their leader until it can be forked (fork-groups.ts). */
   readonly #forks = new ForkGroups();
   #stopReason: StopReason = 'none_waiting';
+  readonly #stepBudget: StepBudget | null;
+  /** The pool's estimated cells in use when the step in flight was planned (fed to the cost model with its time). */
+  #plannedKvCells = 0;
 
   constructor(opts: BatchSchedulerOptions) {
     const ints: (keyof BatchSchedulerOptions)[] = ['maxBatchTokens', 'maxRunning', 'prefillChunkTokens', 'staticBatchSize'];
@@ -99,6 +114,15 @@ export class BatchScheduler implements Scheduler {
     this.#kv = createKvManager(opts.kv);
     this.#waiting = opts.queue;
     this.#maxPreemptions = maxPreemptions;
+    this.#stepBudget =
+      opts.stepBudget != null && opts.policy === 'continuous' && opts.priority === 'decode-first'
+        ? new StepBudget({ ...opts.stepBudget, baseChunkTokens: opts.prefillChunkTokens, maxChunkTokens: opts.maxBatchTokens })
+        : null;
+  }
+
+  /** The step-time budget's model and target (null when the static chunk cap is in use). */
+  get stepBudget(): StepBudget | null {
+    return this.#stepBudget;
   }
 
   get numUnfinished(): number {
@@ -156,6 +180,8 @@ export class BatchScheduler implements Scheduler {
       this.#continueRunning(budget, scheduled, 'decode');
     } else {
       this.#continueRunning(budget, scheduled, 'decode');
+      this.#plannedKvCells = this.#kvCellsInUse();
+      if (this.#stepBudget !== null) budget.prefillTokens = Math.min(budget.tokens, this.#stepBudget.prefillTokens(scheduled.length, this.#plannedKvCells));
       this.#continueRunning(budget, scheduled, 'prefill');
       this.#startWaiting(budget, scheduled, this.#opts.maxRunning, nowMs);
     }
@@ -187,6 +213,16 @@ export class BatchScheduler implements Scheduler {
         for (const r of live) this.#end(r, 'error', nowMs, `the model runner failed: ${result.message}`);
       }
       return this.#outputs.take();
+    }
+    if (this.#stepBudget !== null) {
+      let decodeRows = 0;
+      let promptRows = 0;
+      for (const s of plan.scheduled) {
+        if (s.numNewTokens === 1 && s.request.numComputedTokens >= s.request.numPromptTokens) decodeRows++;
+        else promptRows += s.numNewTokens;
+      }
+      // The pool as the step saw it: what it held plus the cells this step wrote.
+      this.#stepBudget.observe(decodeRows, promptRows, this.#plannedKvCells + decodeRows + promptRows, result.computeMs);
     }
     plan.scheduled.forEach(({ request: req, numNewTokens }, i) => {
       if (req.status !== RequestStatus.RUNNING) return;
@@ -264,6 +300,25 @@ export class BatchScheduler implements Scheduler {
       budget.tokens -= n;
       if (!isDecode) budget.prefillTokens -= n;
     }
+  }
+
+  /**
+   * Cells of llama.cpp's pool holding KV now, as the accounting sees them: paged, every referenced
+   * block (running sequences and cached prefixes, which attention sweeps over too) less what running
+   * requests reserved but have not computed yet (a table is sized for the whole prompt at start);
+   * contiguous, the running requests' computed tokens. A lower bound on the range llama.cpp
+   * attends over, which also counts holes; the cost model's fit absorbs the difference.
+   */
+  #kvCellsInUse(): number {
+    const kv = this.#opts.kv;
+    let uncomputed = 0;
+    let computed = 0;
+    for (const r of this.#running) {
+      uncomputed += r.numTokens - r.numComputedTokens;
+      computed += r.numComputedTokens;
+    }
+    if (kv.mode !== 'paged') return computed;
+    return Math.max(0, kv.numCells - this.#kv.numFreeBlocks * kv.blockSize - uncomputed);
   }
 
   /** Room for `n` more tokens of `req`, preempting requests below the cap; false when it must wait (or was preempted itself). */

@@ -37,6 +37,12 @@ export interface SchedulerConfig {
   readonly kvWatermark?: number;
   /** Preemptions after which a request is not preempted again (default 2). */
   readonly maxPreemptions?: number;
+  /**
+   * Step-time budget for prompt chunks (continuous, decode-first; step-cost.ts): 'auto' (default)
+   * keeps steps with decode rows at the time a prefillChunkTokens chunk takes at the start of a
+   * prompt; a number of ms fixes that target; 'off' caps every step at prefillChunkTokens.
+   */
+  readonly stepTarget?: number | 'auto' | 'off';
 }
 
 export function createScheduler(config: SchedulerConfig, runner: RunnerInfo): Scheduler {
@@ -53,6 +59,7 @@ export function createScheduler(config: SchedulerConfig, runner: RunnerInfo): Sc
     staticWaitMs: config.staticWaitMs ?? 50,
     queue: new WaitQueue(),
     ...(config.maxPreemptions === undefined ? {} : { maxPreemptions: config.maxPreemptions }),
+    stepBudget: stepBudgetOptions(config.stepTarget ?? 'auto'),
     kv: {
       mode: kv,
       prefixCache: kv === 'paged' && (config.prefixCache ?? true),
@@ -64,4 +71,11 @@ export function createScheduler(config: SchedulerConfig, runner: RunnerInfo): Sc
       ...(config.kvWatermark === undefined ? {} : { watermarkFraction: config.kvWatermark }),
     },
   });
+}
+
+function stepBudgetOptions(target: number | 'auto' | 'off'): { targetMs?: number } | null {
+  if (target === 'off') return null;
+  if (target === 'auto') return {};
+  if (!(target > 0)) throw new Error(`stepTarget: expected a positive number of ms, 'auto' or 'off', got ${String(target)}`);
+  return { targetMs: target };
 }

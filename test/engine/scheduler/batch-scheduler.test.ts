@@ -73,7 +73,8 @@ test('static batching waits to fill, then starts on the timeout', () => {
 
 test('chunked prefill: no step carries more than the token budget, decodes ride along with prefill chunks', async () => {
   const runner = new MockRunner({ cost: { speed: 0 }, maxBatchTokens: 64 });
-  const s = createScheduler({ scheduler: 'continuous', prefillChunkTokens: 32, maxOutputTokens: 64 }, runner.info);
+  // The fixed cap (stepTarget 'off'); the step-time budget that replaces it by default: step-cost.test.ts.
+  const s = createScheduler({ scheduler: 'continuous', prefillChunkTokens: 32, maxOutputTokens: 64, stepTarget: 'off' }, runner.info);
   const out: Outcome[] = [];
   s.add(req(runner, 'short', 'hi', 20, 0, out));
   s.add(req(runner, 'long', longPrompt('long', 200), 5, 1, out));

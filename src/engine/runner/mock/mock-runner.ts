@@ -1,6 +1,10 @@
 // The mock runner: the Runner interface with an explicit, deterministic cost model and no model.
 //
-//   step time = speed × (stepOverheadMs + prefillTokenMs × fed prompt tokens + decodeSeqMs × decoding sequences)
+//   step time = speed × (stepOverheadMs + prefillTokenMs × fed prompt tokens + decodeSeqMs × decoding sequences
+//                        + attendMsPerRowKcell × rows × cells in use / 1000)
+//
+// The last term is llama.cpp's unified pool: every row attends over the cells in use, whoever's
+// they are (0 by default). `realTime: false` reports the step time without waiting for it.
 //
 // Tokens are a pure function of a rolling hash of the sequence's whole KV history (and, when
 // sampling, the request's seed), so a request produces the same text alone, inside any batch, or
@@ -29,6 +33,8 @@ export interface MockCostModel {
   readonly prefillTokenMs: number;
   /** Cost per sequence decoding one token, ms. */
   readonly decodeSeqMs: number;
+  /** Cost per row per 1,000 cells in use in the pool, ms (attention over the unified pool). */
+  readonly attendMsPerRowKcell: number;
   /** Multiplies every cost: 0 runs as fast as the event loop allows, 2 is half speed. */
   readonly speed: number;
 }
@@ -39,11 +45,13 @@ export interface MockRunnerOptions {
   readonly maxSequences?: number;
   readonly maxBatchTokens?: number;
   readonly cost?: Partial<MockCostModel>;
+  /** Wait for each step's simulated time (default true); false: report it, return at once. */
+  readonly realTime?: boolean;
   /** Probability that a sampled (non-greedy or greedy) token is EOS; decided by a hash, so seeded. */
   readonly eosProbability?: number;
 }
 
-export const DEFAULT_MOCK_COST: MockCostModel = { stepOverheadMs: 2, prefillTokenMs: 0.05, decodeSeqMs: 0.5, speed: 1 };
+export const DEFAULT_MOCK_COST: MockCostModel = { stepOverheadMs: 2, prefillTokenMs: 0.05, decodeSeqMs: 0.5, attendMsPerRowKcell: 0, speed: 1 };
 
 /** 32-bit FNV-1a over a few integers: cheap, stable, good enough to spread tokens. */
 function hash(...values: number[]): number {
@@ -74,6 +82,7 @@ export class MockRunner implements Runner {
   readonly info: RunnerInfo;
   readonly tokenizer = new MockTokenizer();
   readonly #cost: MockCostModel;
+  readonly #realTime: boolean;
   readonly #eosProbability: number;
   readonly #kv: MockKv;
   /** Per sequence, the rolling hash of its history after each position (what its KV cells "contain"). */
@@ -88,6 +97,7 @@ export class MockRunner implements Runner {
     const eos = opts.eosProbability ?? 0;
     if (!(eos >= 0 && eos <= 1)) throw new Error(`MockRunner: expected eosProbability in [0, 1], got ${eos}`);
     this.#cost = cost;
+    this.#realTime = opts.realTime ?? true;
     this.#eosProbability = eos;
     const contextTokens = opts.contextTokens ?? 8192;
     this.#kv = new MockKv(contextTokens);
@@ -135,8 +145,9 @@ export class MockRunner implements Runner {
       logprobs.push(token !== null && item.sampling.logprobs !== undefined ? fakeLogprob(token, hist, item.sampling.logprobs) : null);
     }
     const c = this.#cost;
-    const computeMs = c.speed * (c.stepOverheadMs + c.prefillTokenMs * prefillTokens + c.decodeSeqMs * decodeSeqs);
-    if (computeMs > 0) await new Promise((r) => setTimeout(r, computeMs));
+    const attendMs = (c.attendMsPerRowKcell * numTokens * this.#kv.numUsedCells) / 1000;
+    const computeMs = c.speed * (c.stepOverheadMs + c.prefillTokenMs * prefillTokens + c.decodeSeqMs * decodeSeqs + attendMs);
+    if (computeMs > 0 && this.#realTime) await new Promise((r) => setTimeout(r, computeMs));
     else await new Promise((r) => setImmediate(r));
     return { ok: true, sampled, ...(logprobs.some((l) => l !== null) ? { logprobs } : {}), computeMs };
   }

@@ -1,0 +1,161 @@
+// The step-time budget: its online cost model, the chunk sizes it gives, and (through the mock
+// runner's attention-cost term) that it keeps steps with decoding requests at their target time
+// while a long prompt prefills, where the fixed chunk lets them grow with the prompt's depth.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import fc from 'fast-check';
+import { StepBudget, StepCostModel } from '../../../src/engine/scheduler/step-cost.ts';
+import { MockRunner } from '../../../src/engine/runner/mock/mock-runner.ts';
+import { createScheduler } from '../../../src/engine/scheduler/factory.ts';
+import type { BatchScheduler } from '../../../src/engine/scheduler/batch-scheduler.ts';
+import { makeRequest, stepOnce } from '../../helpers/engine-driver.ts';
+import type { Outcome } from '../../helpers/engine-driver.ts';
+
+const truth = (d: number, p: number, kv: number): number => 2 + 0.5 * d + 0.3 * p + (0.12 * (d + p) * kv) / 1000;
+
+/** A deterministic stream of steps of varied size and depth with ±noise relative error. */
+function steps(seed: number, n: number, noise: number): [number, number, number, number][] {
+  let st = seed >>> 0 || 1;
+  const u = (): number => {
+    st = (Math.imul(st, 1103515245) + 12345) >>> 0;
+    return st / 2 ** 32;
+  };
+  return Array.from({ length: n }, () => {
+    const d = Math.floor(u() * 16);
+    const p = u() < 0.5 ? 0 : 1 + Math.floor(u() * 512);
+    const dd = d + p === 0 ? 1 : d;
+    const kv = Math.floor(u() * 8192);
+    return [dd, p, kv, truth(dd, p, kv) * (1 + (2 * u() - 1) * noise)];
+  });
+}
+
+test('the cost model recovers the step-cost terms from noisy steps of varied size and depth', () => {
+  fc.assert(
+    fc.property(fc.integer({ min: 1, max: 2 ** 31 - 1 }), fc.double({ min: 0, max: 0.1, noNaN: true }), (seed, noise) => {
+      const m = new StepCostModel();
+      for (const [d, p, kv, ms] of steps(seed, 300, noise)) m.observe(d, p, kv, ms);
+      for (const [d, p, kv] of [[1, 0, 100], [0, 256, 0], [2, 64, 6000], [8, 512, 4000]] as const) {
+        // Relative to the size of steps the budget plans (≥ 20 ms): a few-ms step's error is the big steps' noise.
+        const rel = Math.abs(m.predict(d, p, kv) - truth(d, p, kv)) / Math.max(20, truth(d, p, kv));
+        assert.ok(rel < 0.1 + noise, `predict(${d}, ${p}, ${kv}) = ${m.predict(d, p, kv)} vs ${truth(d, p, kv)}`);
+      }
+    }),
+    { numRuns: 50, seed: 11 },
+  );
+});
+
+test('a long run of identical steps does not wind the model up: a few odd steps afterwards move it by their noise, not more', () => {
+  const m = new StepCostModel();
+  for (const [d, p, kv, ms] of steps(5, 300, 0)) m.observe(d, p, kv, ms);
+  for (let i = 0; i < 5000; i++) m.observe(8, 0, 3000, truth(8, 0, 3000));
+  m.observe(2, 400, 500, truth(2, 400, 500) * 1.1);
+  m.observe(3, 380, 700, truth(3, 380, 700) * 0.9);
+  m.observe(1, 30, 6000, truth(1, 30, 6000) * 1.1);
+  for (const [d, p, kv] of [[1, 0, 100], [0, 256, 0], [2, 64, 6000]] as const) {
+    const rel = Math.abs(m.predict(d, p, kv) - truth(d, p, kv)) / Math.max(10, truth(d, p, kv));
+    assert.ok(rel < 0.15, `predict(${d}, ${p}, ${kv}) = ${m.predict(d, p, kv)} vs ${truth(d, p, kv)}`);
+  }
+});
+
+test('the cost model follows a machine that slows down three-fold once its kinds of steps recur', () => {
+  const m = new StepCostModel();
+  let i = 0;
+  const step = (scale: number): void => {
+    const d = 1 + (i % 7);
+    const p = i % 3 === 0 ? 0 : (i * 37) % 300;
+    const kv = (i * 997) % 7000;
+    m.observe(d, p, kv, scale * truth(d, p, kv));
+    i++;
+  };
+  for (let k = 0; k < 200; k++) step(1);
+  assert.ok(Math.abs(m.predict(2, 100, 2000) / truth(2, 100, 2000) - 1) < 0.05);
+  // Each bin keeps its last few steps, so the model has moved once steps of each kind have recurred a few times.
+  for (let k = 0; k < 1000; k++) step(3);
+  assert.ok(Math.abs(m.predict(2, 100, 2000) / (3 * truth(2, 100, 2000)) - 1) < 0.05, `after the slowdown: ${m.predict(2, 100, 2000)} vs ${3 * truth(2, 100, 2000)}`);
+});
+
+function warmBudget(opts: Partial<ConstructorParameters<typeof StepBudget>[0]> = {}): StepBudget {
+  const b = new StepBudget({ baseChunkTokens: 256, maxChunkTokens: 2048, ...opts });
+  for (const [d, p, kv, ms] of steps(3, 100, 0)) b.observe(d, p, kv, ms);
+  return b;
+}
+
+test('budget: the static chunk until warm, the whole token budget with nothing decoding', () => {
+  const cold = new StepBudget({ baseChunkTokens: 256, maxChunkTokens: 2048 });
+  assert.equal(cold.prefillTokens(3, 5000), 256);
+  assert.equal(cold.targetMs(), null);
+  assert.equal(cold.prefillTokens(0, 5000), 2048);
+  const warm = warmBudget();
+  assert.equal(warm.prefillTokens(0, 7000), 2048);
+  assert.equal(warm.prefillTokens(4, 7000) <= 2044, true);
+});
+
+test('budget: with decode rows, the chunk keeps the step at the target and shrinks as the pool deepens', () => {
+  const b = warmBudget();
+  const target = b.targetMs()!;
+  // The default target: what the base chunk costs at the start of a prompt.
+  assert.ok(Math.abs(target - truth(0, 256, 256)) / truth(0, 256, 256) < 0.02, `target ${target}`);
+  let prev = Infinity;
+  for (const kv of [0, 1000, 2000, 4000, 6000, 8000]) {
+    const n = b.prefillTokens(2, kv);
+    assert.ok(n <= prev, `chunk grew from ${prev} to ${n} at kv ${kv}`);
+    assert.ok(truth(2, n, kv + n) <= target * 1.02, `kv ${kv}: a ${n}-token chunk costs ${truth(2, n, kv + n)} > target ${target}`);
+    assert.ok(truth(2, n + 8, kv + n + 8) > target * 0.98, `kv ${kv}: a ${n}-token chunk leaves room unused`);
+    prev = n;
+  }
+  assert.ok(b.prefillTokens(2, 8000) < 100, 'deep in the pool the chunk is far below the base chunk');
+});
+
+test('budget: a fixed target, the minimum chunk floor, and a nonsensical fit falls back to the static chunk', () => {
+  const fixed = warmBudget({ targetMs: 20 });
+  const n = fixed.prefillTokens(1, 1000);
+  assert.ok(truth(1, n, 1000 + n) <= 20.4 && truth(1, n + 4, 1000 + n + 4) > 19.6, `chunk ${n}`);
+  assert.equal(warmBudget({ targetMs: 1 }).prefillTokens(1, 1000), 16, 'a target below one minimum chunk still makes progress');
+  const odd = new StepBudget({ baseChunkTokens: 256, maxChunkTokens: 2048 });
+  for (let i = 0; i < 50; i++) odd.observe(1 + (i % 3), i * 10, 100 + i, 50 - i * 0.5); // bigger steps measured faster
+  assert.equal(odd.prefillTokens(2, 1000), 256);
+});
+
+/** A 40-token-prompt stream decodes while a ~6,000-token prompt prefills; the step times of steps carrying the stream. */
+async function streamStepsDuringLongPrefill(stepTarget: 'auto' | 'off'): Promise<{ times: number[]; targetMs: number }> {
+  const runner = new MockRunner({
+    realTime: false,
+    contextTokens: 16384,
+    maxBatchTokens: 2048,
+    cost: { stepOverheadMs: 1, prefillTokenMs: 0.2, decodeSeqMs: 0.3, attendMsPerRowKcell: 0.15, speed: 1 },
+  });
+  const s = createScheduler({ scheduler: 'continuous', maxOutputTokens: 4096, stepTarget, prefixCache: false }, runner.info) as BatchScheduler;
+  const out: Outcome[] = [];
+  const engineLike = (t: number) => ({ runner, now: () => t }) as unknown as Parameters<typeof makeRequest>[0];
+  // Warm the model with a few ordinary requests.
+  for (let i = 0; i < 4; i++) s.add(makeRequest(engineLike(0), { prompt: `warm ${i} ${'a b c d '.repeat(60 + i * 40)}`, maxTokens: 12 }, `w${i}`, out));
+  let t = 0;
+  for (; s.numUnfinished > 0 && t < 2000; t++) await stepOnce(s, runner, t);
+  const stream = makeRequest(engineLike(t), { prompt: 'stream me', maxTokens: 3000 }, 'stream', out);
+  s.add(stream);
+  for (let k = 0; k < 5; k++) await stepOnce(s, runner, t++);
+  const long = makeRequest(engineLike(t), { prompt: 'the river and the stone '.repeat(1200), maxTokens: 4 }, 'long', out);
+  s.add(long);
+  const times: number[] = [];
+  for (let k = 0; k < 5000 && long.numComputedTokens < long.numPromptTokens; k++) {
+    const plan = s.schedule(t);
+    const res = await runner.execute(plan.runner);
+    s.update(plan, res, t++);
+    const carried = plan.scheduled.map((x) => x.request);
+    if (carried.includes(stream) && carried.includes(long) && res.ok) times.push(res.computeMs);
+  }
+  assert.ok(long.numPromptTokens > 5000, `long prompt ${long.numPromptTokens} tokens`);
+  // The target 'auto' works to: what a 256-token chunk costs at the start of a prompt (this cost model, exactly).
+  const targetMs = 1 + 0.2 * 256 + (0.15 * 256 * 256) / 1000;
+  if (stepTarget === 'auto') assert.ok(Math.abs(s.stepBudget!.targetMs()! / targetMs - 1) < 0.05, `learned target ${s.stepBudget!.targetMs()} vs ${targetMs}`);
+  return { times, targetMs };
+}
+
+test('while a 6,000-token prompt prefills, the step budget holds a decoding stream\'s steps at the target; the fixed chunk lets them grow with depth', async () => {
+  const budgeted = await streamStepsDuringLongPrefill('auto');
+  const fixed = await streamStepsDuringLongPrefill('off');
+  assert.ok(budgeted.times.length > 20 && fixed.times.length > 20);
+  const max = (xs: number[]): number => Math.max(...xs);
+  assert.ok(max(budgeted.times) < 1.2 * budgeted.targetMs, `budgeted: max ${max(budgeted.times)} ms vs target ${budgeted.targetMs}`);
+  assert.ok(max(fixed.times) > 3 * fixed.targetMs, `fixed chunk: max ${max(fixed.times)} ms vs ${fixed.targetMs} (the test's premise)`);
+});
