@@ -181,7 +181,14 @@ export class BatchScheduler implements Scheduler {
     } else {
       this.#continueRunning(budget, scheduled, 'decode');
       this.#plannedKvCells = this.#kvCellsInUse();
-      if (this.#stepBudget !== null) budget.prefillTokens = Math.min(budget.tokens, this.#stepBudget.prefillTokens(scheduled.length, this.#plannedKvCells));
+      if (this.#stepBudget !== null) {
+        let decodeCells = 0;
+        for (const s of scheduled) decodeCells += s.request.numComputedTokens;
+        // The chunk's position: the deepest prompt under way (the conservative guess), else a new one at 0.
+        let chunkPos = 0;
+        for (const r of this.#running) if (r.numComputedTokens < r.numPromptTokens) chunkPos = Math.max(chunkPos, r.numComputedTokens);
+        budget.prefillTokens = Math.min(budget.tokens, this.#stepBudget.prefillTokens(scheduled.length, decodeCells, chunkPos, this.#plannedKvCells));
+      }
       this.#continueRunning(budget, scheduled, 'prefill');
       this.#startWaiting(budget, scheduled, this.#opts.maxRunning, nowMs);
     }
@@ -217,12 +224,15 @@ export class BatchScheduler implements Scheduler {
     if (this.#stepBudget !== null) {
       let decodeRows = 0;
       let promptRows = 0;
-      for (const s of plan.scheduled) {
-        if (s.numNewTokens === 1 && s.request.numComputedTokens >= s.request.numPromptTokens) decodeRows++;
-        else promptRows += s.numNewTokens;
+      let ownCells = 0;
+      for (const { request: r, numNewTokens: n } of plan.scheduled) {
+        if (n === 1 && r.numComputedTokens >= r.numPromptTokens) decodeRows++;
+        else promptRows += n;
+        // Rows at positions c .. c+n-1 attend over c+1 .. c+n cells of their own sequence.
+        ownCells += n * r.numComputedTokens + (n * (n + 1)) / 2;
       }
       // The pool as the step saw it: what it held plus the cells this step wrote.
-      this.#stepBudget.observe(decodeRows, promptRows, this.#plannedKvCells + decodeRows + promptRows, result.computeMs);
+      this.#stepBudget.observe({ decodeRows, promptRows, ownCells, poolCells: this.#plannedKvCells + decodeRows + promptRows }, result.computeMs);
     }
     plan.scheduled.forEach(({ request: req, numNewTokens }, i) => {
       if (req.status !== RequestStatus.RUNNING) return;

@@ -1,15 +1,19 @@
 // The step-time budget: how many prompt tokens the next step may carry so that it takes about a
 // target time, from a cost model fitted online to the steps the engine actually ran.
 //
-// Model: a forward pass of d decode rows and p prompt rows while the pool holds `kv` cells costs
+// Model: a forward pass of d decode rows and p prompt rows, whose rows attend over `own` cells of
+// their own sequences in all, while the pool holds `kv` cells, costs
 //
-//     ms ≈ θ0 + θd·d + θp·p + θa·(d + p)·kv/1000
+//     ms ≈ θ0 + θd·d + θp·p + θo·own/1000 + θk·(d + p)·kv/1000
 //
 // θd and θp are the per-row work (the matmuls; kept apart because a decode row also pays for its
-// own sampling and, measured, a mixed batch costs more than its rows suggest), θa the attention:
-// with llama.cpp's unified pool every row attends over the pool's used range, whoever's cells they
-// are, so the per-token cost grows with what the pool holds, not only with the chunk's own position
-// (bench/native/chunk-cost.ts).
+// own sampling and, measured, a mixed batch costs more than its rows suggest). θo is attention
+// proper: a row at position P attends over P cells of its own sequence. θk is the rest of the
+// unified pool: llama.cpp walks every used cell for every row and skips the other sequences' by
+// their mask — cheaper than a real cell but not free (a 256-token chunk at position 0 cost 68 ms
+// alone and 91 ms beside 6,144 cells of another sequence; bench/native/chunk-cost.ts). One kv term
+// for both, tried first, charged cached prefixes like context and starved prompts of chunk once
+// the cache had filled the pool.
 //
 // The fit is least squares over a stratified memory: steps are binned by their kind (prompt rows,
 // decode rows, pool depth, each on a coarse log or 1,024-cell scale) and each bin keeps its last
@@ -22,9 +26,9 @@
 // below). A small ridge keeps the fit defined before the steps vary enough to pin all four terms.
 //
 // Budget (decode-first): with d decode rows already in the step and the pool at kv cells, the
-// prompt chunk is the largest n with predict(d, n, kv + n) ≤ target, clamped to
-// [minChunkTokens, maxChunkTokens − d]. A step with no decode rows takes maxChunkTokens (nothing
-// waits on it, so the most efficient chunk wins). The target is fixed (`targetMs`) or, by default,
+// prompt chunk is the largest n whose step is predicted within the target, clamped to
+// [minChunkTokens, maxChunkTokens − d] (and at most baseChunkTokens with the derived target). A step
+// with no decode rows takes maxChunkTokens (nothing waits on it, so the most efficient chunk wins). The target is fixed (`targetMs`) or, by default,
 // the predicted cost of a `baseChunkTokens` chunk into an empty pool: chunks keep the time the
 // configured chunk has at the start of a prompt instead of growing with depth (issue: a 256-token
 // chunk cost 10x more at position 7,200 than at 0).
@@ -47,18 +51,35 @@ export interface StepCostOptions {
   readonly warmupSteps?: number;
 }
 
-const DIM = 4;
+const DIM = 5;
+/**
+ * The derived target, as a multiple of what a base chunk costs at the start of a prompt. 1 held a
+ * stream's ITL flat through a 6,000-token prefill but doubled that prompt's own prefill time (small
+ * chunks deep in the pool are inefficient); 2 lets chunks stay whole until the step would double.
+ */
+export const AUTO_TARGET_FACTOR = 2;
+
 /** Steps each bin remembers. */
 const PER_BIN = 4;
 /** Relative ridge (solveRidge): enough to keep a column nobody varied at ~0, small next to real data. */
 const RIDGE = 1e-6;
+
+/** What a step is made of, for its cost. */
+export interface StepShape {
+  readonly decodeRows: number;
+  readonly promptRows: number;
+  /** Σ over rows of the own-sequence cells each attends over (its position + 1). */
+  readonly ownCells: number;
+  /** Cells in use in the pool, this step's included. */
+  readonly poolCells: number;
+}
 
 interface Observation {
   readonly x: readonly number[];
   readonly y: number;
 }
 
-/** Least squares over x = [1, d, p, (d + p)·kv/1000], from the last PER_BIN steps of each kind. */
+/** Least squares over x = [1, d, p, own/1000, (d + p)·kv/1000], from the last PER_BIN steps of each kind. */
 export class StepCostModel {
   readonly #bins = new Map<string, Observation[]>();
   readonly #xtx = new Float64Array(DIM * DIM);
@@ -66,6 +87,7 @@ export class StepCostModel {
   readonly #theta = new Float64Array(DIM);
   readonly #scratch = new Float64Array(DIM * DIM + DIM);
   #n = 0;
+  #nPrompt = 0;
   #dirty = false;
   #sinceRebuild = 0;
 
@@ -74,34 +96,41 @@ export class StepCostModel {
     return this.#n;
   }
 
-  /** [θ0 ms, θd ms/decode row, θp ms/prompt row, θa ms/(row·1000 cells)]. */
+  /** Of those, steps that carried prompt rows (the only ones that teach θp). */
+  get numPromptObservations(): number {
+    return this.#nPrompt;
+  }
+
+  /** [θ0 ms, θd ms/decode row, θp ms/prompt row, θo ms/1000 own cells, θk ms/(row·1000 pool cells)]. */
   get theta(): readonly number[] {
     this.#solve();
     return Array.from(this.#theta);
   }
 
-  static features(decodeRows: number, promptRows: number, kv: number): [number, number, number, number] {
-    return [1, decodeRows, promptRows, ((decodeRows + promptRows) * kv) / 1000];
+  static features(s: StepShape): number[] {
+    return [1, s.decodeRows, s.promptRows, s.ownCells / 1000, ((s.decodeRows + s.promptRows) * s.poolCells) / 1000];
   }
 
-  predict(decodeRows: number, promptRows: number, kv: number): number {
+  predict(shape: StepShape): number {
     this.#solve();
-    const x = StepCostModel.features(decodeRows, promptRows, kv);
+    const x = StepCostModel.features(shape);
     let y = 0;
     for (let i = 0; i < DIM; i++) y += this.#theta[i]! * x[i]!;
     return y;
   }
 
-  observe(decodeRows: number, promptRows: number, kv: number, ms: number): void {
-    if (!(decodeRows >= 0 && promptRows >= 0 && decodeRows + promptRows > 0) || !(kv >= 0) || !Number.isFinite(ms) || ms < 0) return;
-    const key = `${logBin(promptRows)}:${logBin(decodeRows)}:${Math.floor(kv / 1024)}`;
+  observe(shape: StepShape, ms: number): void {
+    const { decodeRows: d, promptRows: p } = shape;
+    if (!(d >= 0 && p >= 0 && d + p > 0) || !(shape.ownCells >= 0) || !(shape.poolCells >= 0) || !Number.isFinite(ms) || ms < 0) return;
+    const key = `${logBin(p)}:${logBin(d)}:${Math.floor(shape.poolCells / 1024)}:${logBin(shape.ownCells / Math.max(1, d + p))}`;
     let bin = this.#bins.get(key);
     if (bin === undefined) this.#bins.set(key, (bin = []));
-    const obs: Observation = { x: StepCostModel.features(decodeRows, promptRows, kv), y: ms };
+    const obs: Observation = { x: StepCostModel.features(shape), y: ms };
     bin.push(obs);
     this.#accumulate(obs, 1);
     if (bin.length > PER_BIN) this.#accumulate(bin.shift()!, -1);
     this.#n++;
+    if (p > 0) this.#nPrompt++;
     this.#dirty = true;
     // Running sums drift by rounding as observations come and go: rebuild them now and then.
     if (++this.#sinceRebuild >= 4096) this.#rebuild();
@@ -152,8 +181,9 @@ export class StepBudget {
     this.model = new StepCostModel();
   }
 
+  /** Enough steps seen, prompt steps among them: decode-only steps say nothing about a chunk's cost. */
   get warm(): boolean {
-    return this.model.numObservations >= this.#opts.warmupSteps;
+    return this.model.numObservations >= this.#opts.warmupSteps && this.model.numPromptObservations >= Math.min(4, this.#opts.warmupSteps);
   }
 
   /** The step-time target now (ms); null until the model is warm when it is derived. */
@@ -161,23 +191,37 @@ export class StepBudget {
     if (this.#opts.targetMs !== undefined) return this.#opts.targetMs;
     if (!this.warm) return null;
     const c = this.#opts.baseChunkTokens;
-    return this.model.predict(0, c, c);
+    // A base chunk at the start of a prompt beside one decoding row, in a pool holding just those.
+    return AUTO_TARGET_FACTOR * this.model.predict({ decodeRows: 1, promptRows: c, ownCells: (c * (c + 1)) / 2 + c, poolCells: 2 * c });
   }
 
-  /** Most prompt tokens for a step that already carries `decodeRows` decode rows, the pool holding `kvCells` before it. */
-  prefillTokens(decodeRows: number, kvCells: number): number {
+  /**
+   * Most prompt tokens for a step that already carries decode rows whose contexts sum to
+   * `decodeCells`, the chunk starting at position `chunkPos`, the pool holding `poolCells` before it.
+   */
+  prefillTokens(decodeRows: number, decodeCells: number, chunkPos: number, poolCells: number): number {
     const { baseChunkTokens: base, maxChunkTokens: max, minChunkTokens: min } = this.#opts;
-    const room = Math.max(0, max - decodeRows);
-    if (decodeRows === 0) return room;
+    if (decodeRows === 0) return Math.max(0, max);
+    // With decode rows and the derived target, never above the base chunk: that target is the base
+    // chunk's cost at the start of a prompt, so more could only come from extrapolating the fit.
+    const room = Math.max(0, this.#opts.targetMs === undefined ? Math.min(base, max - decodeRows) : max - decodeRows);
     const target = this.targetMs();
     if (target === null || !this.warm) return Math.min(base, room);
-    const [, , tp, ta] = this.model.theta as [number, number, number, number];
-    // The largest n with predict(d, n, kv + n) ≤ target: increasing in n when θp > 0 and θa ≥ 0.
-    const d = decodeRows;
-    const f = (n: number): number => this.model.predict(d, n, kvCells + d + n);
-    if (!(tp > 0) || ta < 0) return Math.min(base, room); // a fit that makes no physical sense: the static chunk
+    // A chunk that costs nothing or less is a fit that makes no physical sense: the static chunk.
+    // (θo and θk alone may come out negative when the steps seen made them nearly collinear, as a
+    // single long prompt does; their sum is what the prediction uses, so only the total is checked.)
+    const [, , tp] = this.model.theta as [number, number, number];
+    if (!(tp > 0)) return Math.min(base, room);
+    const f = (n: number): number =>
+      this.model.predict({
+        decodeRows,
+        promptRows: n,
+        ownCells: decodeCells + decodeRows + n * chunkPos + (n * (n + 1)) / 2,
+        poolCells: poolCells + decodeRows + n,
+      });
+    if (!(f(room) > f(min))) return Math.min(base, room);
     if (f(min) > target) return Math.min(min, room);
-    // f is increasing in n ≥ 0 here: bisect on integers.
+    // Bisect on integers (f is increasing over [min, room] in any fit that passed the checks above).
     let lo = min;
     let hi = room;
     if (f(hi) <= target) return hi;
@@ -189,8 +233,8 @@ export class StepBudget {
     return Math.min(lo, room);
   }
 
-  /** A step of `decodeRows` + `promptRows` rows took `ms` with the pool at `kvCells` cells, its own rows included. */
-  observe(decodeRows: number, promptRows: number, kvCells: number, ms: number): void {
-    this.model.observe(decodeRows, promptRows, kvCells, ms);
+  /** A step of this shape took `ms`. */
+  observe(shape: StepShape, ms: number): void {
+    this.model.observe(shape, ms);
   }
 }
