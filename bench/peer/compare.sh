@@ -25,18 +25,6 @@ out=${OUT:-results/peer}
 read -r -a configs <<<"${CONFIGS:-headroom-r4 llama-server}"
 n=${#configs[@]}
 
-# llama-server listens on port+1; bench/peer/chat-proxy.ts on port adds a logit_bias banning the
-# byte-fallback tokens (llama-server fails any completion whose text is malformed UTF-8, which a
-# random-weight model produces; see the proxy's header). Prints both pids.
-start_llama() {
-  local log=$1
-  "$LLAMA_SERVER" -m "$MODEL" --host 127.0.0.1 --port $((port + 1)) -t "$THREADS" -tb "$THREADS" \
-    -c "$CTX" -np "$PARALLEL" --kv-unified --cont-batching --no-webui >"$log" 2>&1 &
-  local server=$!
-  node --import tsx bench/peer/chat-proxy.ts --port "$port" --upstream "http://127.0.0.1:$((port + 1))" >"${log%.log}-proxy.log" 2>&1 &
-  echo "$server $!"
-}
-
 i=0
 for rate in "${rates[@]}"; do
   for (( k = 0; k < n; k++ )); do
@@ -51,7 +39,7 @@ for rate in "${rates[@]}"; do
       pid=$(start_headroom $port "$dir/server.log" --scheduler continuous --kv paged --prefix-cache on --priority decode-first)
       ready=/ready
     else
-      read -r pid proxy < <(start_llama "$dir/server.log")
+      read -r pid proxy < <(start_llama $port "$dir/server.log")
       ready=/health
     fi
     if wait_ready "http://127.0.0.1:$port" "$ready" "$pid"; then

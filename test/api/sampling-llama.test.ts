@@ -162,6 +162,8 @@ test('a penalised or constrained request that hits the prefix cache still counts
   // A bias makes the model want `head`; this request also puts the prompt in the cache.
   const wanted = await complete({ prompt, max_tokens: 3, temperature: 0, logit_bias: { [head]: 5 } });
   assert.ok(wanted.text.startsWith(piece(head)), wanted.text);
+  // The cache keeps a prompt the second time it is seen (--cache-retain seen).
+  await complete({ prompt, max_tokens: 3, temperature: 0, logit_bias: { [head]: 5 } });
   const hitsBefore = hits();
   const penalised = await complete({ prompt, max_tokens: 3, temperature: 0, logit_bias: { [head]: 5 }, repetition_penalty: 10 });
   assert.ok(hits() > hitsBefore, 'the penalised request hit the cache');

@@ -50,6 +50,7 @@ interface ServeFlags {
   staticBatch: string;
   staticWaitMs: string;
   cacheMaxFraction: string;
+  cacheRetain: 'all' | 'seen';
   kvWatermark: string;
   maxPreemptions: string;
   otelEndpoint?: string;
@@ -136,6 +137,7 @@ export function registerServeCommand(program: Command): void {
     .option('--admission-headroom-batch-share <share>', 'the shortcut admits only while the running batch, with the request, fills at most this share of the sequence slots, (0, 1]', '0.25')
     .option('--block-size <tokens>', 'KV block size', '16')
     .option('--cache-max-fraction <f>', 'most of the KV pool idle cached prefixes may keep, (0, 1]', '1')
+    .addOption(new Option('--cache-retain <what>', "what the prefix cache keeps of a computed prompt: 'seen' (the part an earlier prompt also had; a retained unique prompt slows every decode) or 'all'").choices(['seen', 'all']).default('seen'))
     .option('--kv-watermark <f>', 'share of KV blocks a new request must leave free while others run (room for their decode growth), [0, 0.5]', '0.01')
     .option('--max-preemptions <n>', 'a request preempted this many times is not preempted again before it finishes', '2')
     .option('--prefill-chunk <tokens>', 'prompt tokens per step while others decode, at the start of a prompt (--step-target-ms auto keeps that step time at any depth; off: a fixed cap)', '256')
@@ -258,6 +260,7 @@ async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> 
       staticBatchSize: int('static-batch', f.staticBatch),
       staticWaitMs: int('static-wait-ms', f.staticWaitMs),
       cacheMaxFraction: Number(f.cacheMaxFraction),
+      cacheRetain: f.cacheRetain,
       kvWatermark: Number(f.kvWatermark),
       maxPreemptions: int('max-preemptions', f.maxPreemptions),
     },

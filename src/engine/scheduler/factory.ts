@@ -33,6 +33,8 @@ export interface SchedulerConfig {
   readonly maxOutputTokens?: number;
   /** Most of the pool unreferenced cached prefixes may keep (0..1], default 1. */
   readonly cacheMaxFraction?: number;
+  /** What the prefix cache keeps of a computed prompt: 'seen' (default: the part an earlier prompt had) or 'all'. */
+  readonly cacheRetain?: 'all' | 'seen';
   /** Share of the pool a new request must leave free for running requests' decode growth (paged; default 0.01). */
   readonly kvWatermark?: number;
   /** Preemptions after which a request is not preempted again (default 2). */
@@ -68,6 +70,7 @@ export function createScheduler(config: SchedulerConfig, runner: RunnerInfo): Sc
       maxSequences: runner.maxSequences,
       maxOutputTokens: config.maxOutputTokens ?? 1024,
       ...(config.cacheMaxFraction === undefined ? {} : { cacheMaxFraction: config.cacheMaxFraction }),
+      ...(config.cacheRetain === undefined ? {} : { cacheRetain: config.cacheRetain }),
       ...(config.kvWatermark === undefined ? {} : { watermarkFraction: config.kvWatermark }),
     },
   });

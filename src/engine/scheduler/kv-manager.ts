@@ -33,6 +33,12 @@ export interface KvManagerOptions {
    */
   readonly cacheMaxFraction?: number;
   /**
+   * What the prefix cache keeps when a prompt has been computed: 'seen' (default) only the part an
+   * earlier prompt also had (src/engine/kv/doorkeeper.ts: unique prompts, retained, slow every
+   * decode), 'all' the whole prompt.
+   */
+  readonly cacheRetain?: 'all' | 'seen';
+  /**
    * Share of the pool [0, 0.5] a new request may not take while others run: room kept for their
    * decode growth (paged only; default 0.01, as vLLM). Measured on the mixed-size overload
    * (results/kv-mixed-overload/sim/after.md): 0 gives 0.15 preemptions per completed request,

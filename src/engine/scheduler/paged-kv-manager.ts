@@ -31,6 +31,7 @@ import { PagedKv } from '../kv/paged-kv.ts';
 import type { CacheHandle, EvictResult } from '../kv/radix-cache.ts';
 import { RadixCache } from '../kv/radix-cache.ts';
 import { SeqIdPool } from '../kv/seq-id-pool.ts';
+import { PrefixDoorkeeper } from '../kv/doorkeeper.ts';
 import type { Request } from '../request.ts';
 import type { AllocateResult, KvManager, KvManagerOptions } from './kv-manager.ts';
 import type { KvSnapshot } from './scheduler.ts';
@@ -45,6 +46,8 @@ interface SeqState {
   handle: CacheHandle | null;
   /** Tokens of this sequence now stored in the cache (0 before its insert). */
   numCachedTokens: number;
+  /** Its prompt has been offered to the cache (inserted, or not retained by the doorkeeper). */
+  offered: boolean;
 }
 
 export class PagedKvManager implements KvManager {
@@ -53,6 +56,8 @@ export class PagedKvManager implements KvManager {
   readonly #pool: BlockPool;
   readonly #paged: PagedKv;
   readonly #radix: RadixCache | null;
+  /** 'seen' retention: which prompt prefixes an earlier request had (null: retain every prompt). */
+  readonly #doorkeeper: PrefixDoorkeeper | null;
   /** Blocks a new request must leave free while others run. */
   readonly #watermark: number;
   readonly #states = new Map<Request, SeqState>();
@@ -72,6 +77,7 @@ export class PagedKvManager implements KvManager {
     this.#pool = new BlockPool({ numBlocks: Math.floor(opts.numCells / opts.blockSize), blockSize: opts.blockSize });
     this.#paged = new PagedKv({ pool: this.#pool });
     this.#radix = opts.prefixCache ? new RadixCache({ pool: this.#pool, seqIdPool: this.#seqIds }) : null;
+    this.#doorkeeper = opts.prefixCache && (opts.cacheRetain ?? 'seen') === 'seen' ? new PrefixDoorkeeper(opts.blockSize) : null;
     this.#watermark = Math.ceil(wm * this.#pool.numBlocks);
   }
 
@@ -119,7 +125,7 @@ export class PagedKvManager implements KvManager {
         this.#kvOps.push({ kind: 'copy', srcSeqId: match.ownerSeqId!, dstSeqId: seqId, p0: 0, p1: numCached });
       }
       this.#paged.append(table, req.numTokens - numCached);
-      this.#states.set(req, { seqId, table, handle: null, numCachedTokens: 0 });
+      this.#states.set(req, { seqId, table, handle: null, numCachedTokens: 0, offered: false });
       return { ok: true, seqId, numCachedTokens: numCached, numNewTokens: Math.min(req.numTokens - numCached, maxNewTokens) };
     } finally {
       if (match !== null) this.#radix!.release(match.handle);
@@ -148,7 +154,7 @@ export class PagedKvManager implements KvManager {
     this.#paged.append(table, child.numTokens - numShared);
     const seqId = this.#seqIds.acquire();
     this.#kvOps.push({ kind: 'copy', srcSeqId: from.seqId, dstSeqId: seqId, p0: 0, p1: numShared });
-    this.#states.set(child, { seqId, table, handle: null, numCachedTokens: 0 });
+    this.#states.set(child, { seqId, table, handle: null, numCachedTokens: 0, offered: false });
     return { ok: true, seqId, numCachedTokens: numShared, numNewTokens: child.numTokens - numShared };
   }
 
@@ -165,8 +171,14 @@ export class PagedKvManager implements KvManager {
 
   onComputed(req: Request): void {
     const st = this.#state(req);
-    if (this.#radix === null || st.handle !== null || req.numComputedTokens < req.numTokens) return;
-    const r = this.#radix.insert(req.tokensIn(0, req.numComputedTokens), st.table.blocks, st.seqId);
+    if (this.#radix === null || st.offered || req.numComputedTokens < req.numTokens) return;
+    st.offered = true;
+    const tokens = req.tokensIn(0, req.numComputedTokens);
+    // 'seen': keep what the cache already had for it and what an earlier prompt also had; the rest
+    // of its cells go with the request (see doorkeeper.ts).
+    const keep = this.#doorkeeper === null ? tokens.length : Math.max(req.numCachedTokens, this.#doorkeeper.sharedLength(tokens, tokens.length));
+    if (keep < this.#pool.blockSize) return;
+    const r = this.#radix.insert(keep === tokens.length ? tokens : tokens.slice(0, keep), st.table.blocks, st.seqId);
     st.handle = r.handle;
     st.numCachedTokens = r.numCachedTokens;
   }

@@ -90,15 +90,37 @@ test('chunked prefill: no step carries more than the token budget, decodes ride 
   assert.ok(mixed > 0, 'decode steps of one request shared steps with the other request\'s prefill chunks');
 });
 
-test('the prefix cache turns a shared system prompt into hits, and a burst of identical prompts shares', async () => {
+test('the prefix cache turns a shared system prompt into hits (retain all: from the second request on)', async () => {
   const runner = new MockRunner({ cost: { speed: 0 }, contextTokens: 8192 });
-  const engine = makeEngine(runner, { scheduler: 'continuous' });
+  const engine = makeEngine(runner, { scheduler: 'continuous', cacheRetain: 'all' });
   const system = longPrompt('system', 100);
   const first = await runJobs(engine, [{ prompt: `${system} user one`, maxTokens: 4 }]);
   const later = await runJobs(engine, [{ prompt: `${system} user two`, maxTokens: 4 }]);
   assert.equal(first[0]!.request.numCachedTokens, 0);
   const promptLen = later[0]!.request.numPromptTokens;
   assert.ok(later[0]!.request.numCachedTokens >= promptLen - 32, `only ${later[0]!.request.numCachedTokens} of ${promptLen} tokens hit`);
+  await engine.stop();
+});
+
+test('retain seen (the default): a unique prompt leaves nothing in the pool; a shared system prompt is kept at its second occurrence and hit from the third', async () => {
+  const runner = new MockRunner({ cost: { speed: 0 }, contextTokens: 8192 });
+  const engine = makeEngine(runner, { scheduler: 'continuous' });
+  const kvUsed = (): number => {
+    const kv = engine.stats().scheduler.kv;
+    return kv.numBlocks - kv.numFreeBlocks;
+  };
+  const system = longPrompt('system', 100);
+  const [first] = await runJobs(engine, [{ prompt: `${system} user one`, maxTokens: 4 }]);
+  assert.equal(kvUsed(), 0, 'the first occurrence is not retained');
+  const [second] = await runJobs(engine, [{ prompt: `${system} user two`, maxTokens: 4 }]);
+  const kept = kvUsed() * 16;
+  assert.ok(kept > 0 && kept < second!.request.numPromptTokens - 4, `the second keeps the shared part only: ${kept} cells of a ${second!.request.numPromptTokens}-token prompt`);
+  const [third] = await runJobs(engine, [{ prompt: `${system} user three`, maxTokens: 4 }]);
+  assert.equal(first!.request.numCachedTokens, 0);
+  assert.equal(second!.request.numCachedTokens, 0);
+  assert.equal(third!.request.numCachedTokens, kept, 'the third hits exactly what the second kept');
+  await runJobs(engine, [{ prompt: longPrompt('something else entirely', 100), maxTokens: 4 }]);
+  assert.equal(kvUsed() * 16, kept, 'a unique prompt adds nothing');
   await engine.stop();
 });
 
@@ -244,7 +266,7 @@ test('decode-first: every decoding request gets its token in every step, and pro
 test('cacheMaxFraction trims idle cached prefixes down to the cap; 1 keeps them', async () => {
   const run = async (cacheMaxFraction: number) => {
     const runner = new MockRunner({ cost: { speed: 0 }, contextTokens: 4096, maxSequences: 16 });
-    const engine = makeEngine(runner, { scheduler: 'continuous', cacheMaxFraction });
+    const engine = makeEngine(runner, { scheduler: 'continuous', cacheMaxFraction, cacheRetain: 'all' });
     await runJobs(engine, Array.from({ length: 8 }, (_, i) => ({ prompt: longPrompt(`distinct ${i}`, 60), maxTokens: 4 })));
     const kv = engine.stats().scheduler.kv;
     engine.scheduler.checkInvariants();

@@ -81,7 +81,7 @@ test('a request whose prompt shares one block with a long cached prompt still st
   const runner = new MockRunner({ cost: { speed: 0 }, contextTokens: 256, maxSequences: 4, maxBatchTokens: 256 });
   const a = uniquePrompt(1, 200);
   const b = [...a.slice(0, 16), ...uniquePrompt(2, 224).slice(16)];
-  const { out } = await drive(runner, { scheduler: 'continuous' }, [{ atStep: 0, prompt: a, maxTokens: 4 }, { atStep: 20, prompt: b, maxTokens: 4 }], 200);
+  const { out } = await drive(runner, { scheduler: 'continuous', cacheRetain: 'all' }, [{ atStep: 0, prompt: a, maxTokens: 4 }, { atStep: 20, prompt: b, maxTokens: 4 }], 200);
   assert.deepEqual(out.map((o) => o.reason), ['length', 'length'], 'B never started: its own pinned hit kept the blocks it needed');
   assert.equal(out[1]!.request.numCachedTokens, 16);
 });

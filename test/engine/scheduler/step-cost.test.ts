@@ -131,10 +131,10 @@ test('budget: with decode rows, the chunk keeps the step at the target and shrin
 });
 
 test('budget: a fixed target, the minimum chunk floor, and a nonsensical fit falls back to the static chunk', () => {
-  const fixed = warmBudget({ targetMs: 20 });
+  const fixed = warmBudget({ targetMs: 60 });
   const n = fixed.prefillTokens(1, 100, 1000, 1100);
-  assert.ok(truthS(planned(1, n, 1000, 1100)) <= 20.4 && truthS(planned(1, n + 4, 1000, 1100)) > 19.6, `chunk ${n}`);
-  assert.equal(warmBudget({ targetMs: 1 }).prefillTokens(1, 100, 1000, 1100), 16, 'a target below one minimum chunk still makes progress');
+  assert.ok(n > 64 && truthS(planned(1, n, 1000, 1100)) <= 61.2 && truthS(planned(1, n + 4, 1000, 1100)) > 58.8, `chunk ${n}`);
+  assert.equal(warmBudget({ targetMs: 1 }).prefillTokens(1, 100, 1000, 1100), 64, 'a target below one minimum chunk still makes progress');
   const odd = new StepBudget({ baseChunkTokens: 256, maxChunkTokens: 2048 });
   for (let i = 0; i < 50; i++) odd.observe(sh(1 + (i % 3), i * 10, 100 + i), 50 - i * 0.5); // bigger steps measured faster
   assert.equal(odd.prefillTokens(2, 200, 0, 1000), 256);
@@ -183,4 +183,21 @@ test('while a 6,000-token prompt prefills, the step budget holds a decoding stre
   const max = (xs: number[]): number => Math.max(...xs);
   assert.ok(max(budgeted.times) < 1.2 * budgeted.targetMs, `budgeted: max ${max(budgeted.times)} ms vs target ${budgeted.targetMs}`);
   assert.ok(max(fixed.times) > 1.5 * fixed.targetMs, `fixed chunk: max ${max(fixed.times)} ms vs ${fixed.targetMs} (the test's premise)`);
+});
+
+test('row alignment: decode rows plus prompt rows come out a whole number of 64 where the budget allows', async () => {
+  const { alignedPromptBudget } = await import('../../../src/engine/scheduler/batch-scheduler.ts');
+  assert.equal(alignedPromptBudget(1, 256), 255);
+  assert.equal(alignedPromptBudget(3, 300), 253);
+  assert.equal(alignedPromptBudget(0, 2048), 2048);
+  assert.equal(alignedPromptBudget(5, 40), 40, 'below one block of rows: unchanged');
+  assert.equal(alignedPromptBudget(70, 10), 10, 'rounding would leave no prompt row: unchanged');
+  fc.assert(
+    fc.property(fc.integer({ min: 0, max: 64 }), fc.integer({ min: 1, max: 2048 }), (d, p) => {
+      const a = alignedPromptBudget(d, p);
+      assert.ok(a > 0 && a <= p);
+      if (a !== p) assert.equal((d + a) % 64, 0);
+      assert.ok(p - a < 64);
+    }),
+  );
 });

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Headroom against llama-server on long prompts (issue 11): the `long` workload (src/harness/
+# workloads.ts: half the requests on 2 shared documents of 1,000–1,500 tokens plus a 100–900-token
+# question, half unique documents of 800–2,800 tokens, outputs of 8–256 tokens), the tiny model,
+# THREADS threads, one unified pool of CTX cells shared by PARALLEL sequences/slots, open-loop
+# Poisson. Seed-major, then rate; the two systems' order alternates per run; a fresh server per run.
+# Results: $OUT/seed-<s>/rate-<r>/{headroom,llama-server}/; table: bench/peer/table.ts.
+#
+#   LLAMA_SERVER=/path/to/llama-server bash bench/peer/long.sh [rates...]   (SEEDS="1 2 3" DURATION_S=40)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+: "${MODEL:=models/tiny.gguf}" "${CTX:=16384}" "${PARALLEL:=8}" "${TOKENS_PER_WORD:=1.14}" "${SLO_MS:=4000}" "${DURATION_S:=40}"
+: "${MAX_OUTPUT:=512}" "${WORKLOAD:=long}"
+export MODEL CTX PARALLEL TOKENS_PER_WORD SLO_MS DURATION_S MAX_OUTPUT WORKLOAD
+source bench/ladder/lib.sh
+: "${LLAMA_SERVER:?set LLAMA_SERVER to the llama-server binary (see bench/peer/README.md)}"
+read -r -a rates <<<"${*:-0.25 0.6 1.2}"
+read -r -a seeds <<<"${SEEDS:-1 2 3}"
+out=${OUT:-results/per-token/peer-long}
+port=8321
+[[ -f $MODEL ]] || node bin/headroom.mjs model make --preset tiny --out "$MODEL"
+k=0
+for seed in "${seeds[@]}"; do
+  export SEED=$seed
+  for rate in "${rates[@]}"; do
+    if (( k % 2 == 0 )); then order=(headroom llama-server); else order=(llama-server headroom); fi
+    k=$((k + 1))
+    for cfg in "${order[@]}"; do
+      dir=$out/seed-$seed/rate-$rate/$cfg
+      mkdir -p "$dir"
+      echo "before $(cut -d' ' -f1-3 /proc/loadavg)" >"$dir/loadavg.txt"
+      proxy=
+      if [[ $cfg == headroom ]]; then
+        pid=$(start_headroom $port "$dir/server.log" --ctx-beyond-trained)
+        ready=/ready
+      else
+        read -r pid proxy < <(start_llama $port "$dir/server.log")
+        ready=/health
+      fi
+      if wait_ready "http://127.0.0.1:$port" "$ready" "$pid"; then
+        bench_open "http://127.0.0.1:$port" "$dir" "$rate"
+      fi
+      stop_server "$pid"
+      [[ -n $proxy ]] && stop_server "$proxy"
+      echo "after $(cut -d' ' -f1-3 /proc/loadavg)" >>"$dir/loadavg.txt"
+      echo "seed $seed rate $rate $cfg done ($(tr '\n' ' ' <"$dir/loadavg.txt"))"
+    done
+  done
+done
