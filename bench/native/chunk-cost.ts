@@ -80,17 +80,19 @@ interface Cell {
 const cells: Cell[] = [];
 for (const layout of ['own', 'far'] as const) for (const pos of positions) for (const chunk of chunks) cells.push({ layout, pos, chunk, ms: [] });
 
-// Sequence 0 decodes (128-token context); sequence 1 takes the chunk; sequence 2 is the far filler.
+// Sequence 0 decodes (a 128-token context, growing by one per step); sequence 1 takes the chunk; sequence 2 is the far filler.
 await exec({ kvOps: [rm(0), rm(1), rm(2)], items: [it(0, rand(128), 0, true)] });
+let p0 = 128;
+const dec = (): StepItem => it(0, rand(1), p0++, true);
 for (let rep = 0; rep < reps; rep++) {
   for (const layout of ['own', 'far'] as const) {
-    await exec({ kvOps: [rm(2)], items: [it(0, rand(1), 128, true)] });
+    await exec({ kvOps: [rm(2)], items: [dec()] });
     if (layout === 'far') await prefill(2, fill);
     for (const pos of positions) {
-      await exec({ kvOps: [rm(1)], items: [it(0, rand(1), 128, true)] });
+      await exec({ kvOps: [rm(1)], items: [dec()] });
       if (pos > 0) await prefill(1, pos);
       for (const chunk of chunks) {
-        const ms = await exec({ kvOps: [{ kind: 'remove', seqId: asSeqId(1), p0: pos, p1: -1 }], items: [it(0, rand(1), 128, true), it(1, rand(chunk), pos, true)] });
+        const ms = await exec({ kvOps: [{ kind: 'remove', seqId: asSeqId(1), p0: pos, p1: -1 }], items: [dec(), it(1, rand(chunk), pos, true)] });
         cells.find((c) => c.layout === layout && c.pos === pos && c.chunk === chunk)!.ms.push(ms);
       }
     }
