@@ -196,6 +196,17 @@ export class Headroom {
     const scheduler = createScheduler({ maxOutputTokens: opts.server.maxOutputTokens, ...opts.scheduler }, runner.info);
     this.#engine = new Engine(runner, scheduler, { maxQueuedRequests: opts.maxQueuedRequests, clock: this.#clock });
     if (opts.onEngineFailure !== undefined) this.#engine.onFatal(opts.onEngineFailure);
+    const threads = runner.info.details['threads'];
+    this.#engine.onSlowSteps((slow, slowdown) => {
+      if (slow) {
+        this.app.log.warn(
+          `steps run ${slowdown.toFixed(1)}x slower than steps of the same kind did earlier: something else is using the CPU. ` +
+            `llama.cpp's ${String(threads ?? '')} threads spin-wait for each other and lose whole timeslices to other work; on a shared host --threads 1 can be much faster (/stats engine.stepTime)`,
+        );
+      } else {
+        this.app.log.info(`steps are back to ${slowdown.toFixed(1)}x their earlier time`);
+      }
+    });
     this.#backend = new EngineBackend(this.#engine, this.#clock);
     const modelName = opts.server.servedModelNames[0];
     this.#obs = new Observability(this.#engine, {

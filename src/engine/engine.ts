@@ -52,7 +52,29 @@ export interface EngineStats {
   /** Why the step loop stopped for good, or null while it is healthy. */
   readonly failure: string | null;
   readonly scheduler: SchedulerSnapshot;
+  /** The step-time budget (null when the scheduler has none). */
+  readonly stepTime: StepTimeStats | null;
 }
+
+export interface StepTimeStats {
+  /** Whether the cost model has seen enough steps (prompt steps among them) to size chunks. */
+  readonly warm: boolean;
+  /** The target a step with decoding requests is held to, ms (null until warm). */
+  readonly targetMs: number | null;
+  /** Steps now against steps of the same kind when first seen (median ratio; null before 16). */
+  readonly slowdown: number | null;
+  /** In the slow state (entered at SLOW_STEP_ENTER, left below SLOW_STEP_LEAVE; logged as a warning). */
+  readonly slow: boolean;
+  /** The cost model's terms: [ms, ms/decode row, ms/prompt row, ms/1000 own cells, ms/(row·1000 pool cells)]. */
+  readonly theta: readonly number[];
+}
+
+/** Steps this much slower than the same kind of step when first seen put the engine in the slow state ... */
+export const SLOW_STEP_ENTER = 3;
+/** ... and below this it leaves it. */
+export const SLOW_STEP_LEAVE = 1.5;
+/** Called when steps become far slower than they were (slow = true) and when they recover. */
+export type SlowStepListener = (slow: boolean, slowdown: number) => void;
 
 /** Called after every step that ran the runner. */
 export type StepObserver = (record: StepRecord) => void;
@@ -84,6 +106,8 @@ export class Engine {
   #numRunnerErrors = 0;
   #refusals = { capacity: 0, draining: 0, engine_failed: 0 };
   #observers: StepObserver[] = [];
+  #slowListeners: SlowStepListener[] = [];
+  #slow = false;
   #fatalListeners: FatalListener[] = [];
   #arrivals: string[] = [];
   #aborts: { requestId: string; reason: EndRequest }[] = [];
@@ -121,6 +145,15 @@ export class Engine {
 
   onStep(fn: StepObserver): void {
     this.#observers.push(fn);
+  }
+
+  /**
+   * Told when steps run SLOW_STEP_ENTER times slower than steps of the same kind did when first
+   * seen (llama.cpp's spinning threads losing their cores to other work: on a loaded 2-core host
+   * two threads ran 10–30x slower than one), and when they are back under SLOW_STEP_LEAVE.
+   */
+  onSlowSteps(fn: SlowStepListener): void {
+    this.#slowListeners.push(fn);
   }
 
   onFatal(fn: FatalListener): void {
@@ -214,7 +247,26 @@ export class Engine {
       draining: this.#draining,
       failure: this.#failure === null ? null : this.#failure.message,
       scheduler: this.scheduler.snapshot(),
+      stepTime: this.stepTimeStats(),
     };
+  }
+
+  #checkSlow(): void {
+    const slowdown = this.scheduler.stepBudget?.model.slowdown ?? null;
+    if (slowdown === null) return;
+    const slow = this.#slow ? slowdown >= SLOW_STEP_LEAVE : slowdown >= SLOW_STEP_ENTER;
+    if (slow === this.#slow) return;
+    this.#slow = slow;
+    for (const fn of this.#slowListeners) fn(slow, slowdown);
+  }
+
+  stepTimeStats(): StepTimeStats | null {
+    const b = this.scheduler.stepBudget;
+    if (b == null) return null;
+    const round = (x: number): number => Math.round(x * 1e4) / 1e4;
+    const target = b.targetMs();
+    const slowdown = b.model.slowdown;
+    return { warm: b.warm, targetMs: target === null ? null : round(target), slowdown: slowdown === null ? null : round(slowdown), slow: this.#slow, theta: b.model.theta.map(round) };
   }
 
   async #loop(): Promise<void> {
@@ -249,6 +301,7 @@ export class Engine {
     this.#numSteps++;
     this.#snapshot = null;
     for (const fn of this.#observers) fn(record);
+    if (this.#numSteps % 32 === 0) this.#checkSlow();
   }
 
   #record(plan: SchedulerPlan, result: StepResult, startMs: number, outputs: readonly RequestOutput[]): StepRecord {

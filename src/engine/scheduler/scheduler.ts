@@ -6,6 +6,7 @@
 // as data). Only the scheduler moves requests between its queues and finishes them; it never
 // reads a clock (time comes in as `nowMs`).
 
+import type { StepBudget } from './step-cost.ts';
 import type { EndRequest, Request } from '../request.ts';
 import type { RequestOutput } from '../outputs.ts';
 import type { RunnerPlan, StepResult } from '../plan.ts';
@@ -94,4 +95,6 @@ export interface Scheduler {
   snapshot(): SchedulerSnapshot;
   /** Full consistency check for tests (KV, sequence ids, queues); throws on a broken invariant. */
   checkInvariants(): void;
+  /** The step-time budget, where the policy has one (continuous, decode-first). */
+  readonly stepBudget?: StepBudget | null;
 }

@@ -79,9 +79,23 @@ interface Observation {
   readonly y: number;
 }
 
+interface Bin {
+  readonly recent: Observation[];
+  /** The median of the bin's first REF_STEPS steps: what this kind of step cost when first seen. */
+  ref: number | null;
+  readonly first: number[];
+}
+
+/** Steps of one kind that fix its reference time. */
+const REF_STEPS = 4;
+/** Steps over which the slowdown (median of measured / reference) is taken. */
+const SLOWDOWN_WINDOW = 64;
+
 /** Least squares over x = [1, d, p, own/1000, (d + p)·kv/1000], from the last PER_BIN steps of each kind. */
 export class StepCostModel {
-  readonly #bins = new Map<string, Observation[]>();
+  readonly #bins = new Map<string, Bin>();
+  /** measured / reference of the last SLOWDOWN_WINDOW steps whose kind had a reference. */
+  readonly #ratios: number[] = [];
   readonly #xtx = new Float64Array(DIM * DIM);
   readonly #xty = new Float64Array(DIM);
   readonly #theta = new Float64Array(DIM);
@@ -99,6 +113,16 @@ export class StepCostModel {
   /** Of those, steps that carried prompt rows (the only ones that teach θp). */
   get numPromptObservations(): number {
     return this.#nPrompt;
+  }
+
+  /**
+   * How much slower steps run now than steps of the same kind (same bin: prompt rows, decode rows,
+   * pool depth, context) did when first seen: the median of measured / reference over the last 64
+   * such steps; null before 16. Like for like, so it needs no extrapolation; blind to a machine
+   * that was already slow when the server started.
+   */
+  get slowdown(): number | null {
+    return this.#ratios.length < 16 ? null : median(this.#ratios);
   }
 
   /** [θ0 ms, θd ms/decode row, θp ms/prompt row, θo ms/1000 own cells, θk ms/(row·1000 pool cells)]. */
@@ -124,11 +148,18 @@ export class StepCostModel {
     if (!(d >= 0 && p >= 0 && d + p > 0) || !(shape.ownCells >= 0) || !(shape.poolCells >= 0) || !Number.isFinite(ms) || ms < 0) return;
     const key = `${logBin(p)}:${logBin(d)}:${Math.floor(shape.poolCells / 1024)}:${logBin(shape.ownCells / Math.max(1, d + p))}`;
     let bin = this.#bins.get(key);
-    if (bin === undefined) this.#bins.set(key, (bin = []));
+    if (bin === undefined) this.#bins.set(key, (bin = { recent: [], ref: null, first: [] }));
     const obs: Observation = { x: StepCostModel.features(shape), y: ms };
-    bin.push(obs);
+    bin.recent.push(obs);
     this.#accumulate(obs, 1);
-    if (bin.length > PER_BIN) this.#accumulate(bin.shift()!, -1);
+    if (bin.recent.length > PER_BIN) this.#accumulate(bin.recent.shift()!, -1);
+    if (bin.ref === null) {
+      bin.first.push(ms);
+      if (bin.first.length === REF_STEPS) bin.ref = median(bin.first);
+    } else if (bin.ref > 0) {
+      this.#ratios.push(ms / bin.ref);
+      if (this.#ratios.length > SLOWDOWN_WINDOW) this.#ratios.shift();
+    }
     this.#n++;
     if (p > 0) this.#nPrompt++;
     this.#dirty = true;
@@ -146,7 +177,7 @@ export class StepCostModel {
   #rebuild(): void {
     this.#xtx.fill(0);
     this.#xty.fill(0);
-    for (const bin of this.#bins.values()) for (const o of bin) this.#accumulate(o, 1);
+    for (const bin of this.#bins.values()) for (const o of bin.recent) this.#accumulate(o, 1);
     this.#sinceRebuild = 0;
   }
 
@@ -155,6 +186,12 @@ export class StepCostModel {
     this.#dirty = false;
     if (!solveRidge(this.#xtx, this.#xty, DIM, RIDGE, this.#theta, this.#scratch)) this.#theta.fill(0);
   }
+}
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
 /** 0 for 0, else 1 + floor(log2 n): bins of doubling width. */

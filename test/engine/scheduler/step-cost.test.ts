@@ -201,3 +201,42 @@ test('row alignment: decode rows plus prompt rows come out a whole number of 64 
     }),
   );
 });
+
+test('slowdown: about 1 while the machine is steady, about 3 once the same kinds of steps take three times as long', () => {
+  const m = new StepCostModel();
+  assert.equal(m.slowdown, null, 'no reference yet');
+  const all = steps(21, 400, 0.05);
+  for (const [shape, ms] of all) m.observe(shape, ms);
+  assert.ok(m.slowdown !== null && Math.abs(m.slowdown - 1) < 0.15, `steady: ${m.slowdown}`);
+  for (const [shape, ms] of all.slice(0, 100)) m.observe(shape, 3 * ms);
+  assert.ok(m.slowdown !== null && Math.abs(m.slowdown - 3) < 0.5, `slowed: ${m.slowdown}`);
+});
+
+test('the engine reports steps that turn far slower than before, and their recovery', async () => {
+  const { makeEngine, runJobs } = await import('../../helpers/engine-driver.ts');
+  const inner = new MockRunner({ realTime: false, cost: { stepOverheadMs: 2, prefillTokenMs: 0.2, decodeSeqMs: 0.5, speed: 1 } });
+  let factor = 1;
+  // The same runner, its reported step time multiplied by `factor` (a machine getting busy).
+  const runner: typeof inner = Object.assign(Object.create(inner) as typeof inner, {
+    execute: async (plan: Parameters<typeof inner.execute>[0]) => {
+      const r = await inner.execute(plan);
+      return r.ok ? { ...r, computeMs: r.computeMs * factor } : r;
+    },
+  });
+  const engine = makeEngine(runner, { scheduler: 'continuous' });
+  const events: [boolean, number][] = [];
+  engine.onSlowSteps((slow, slowdown) => events.push([slow, slowdown]));
+  const jobs = (tag: string) => Array.from({ length: 6 }, (_, i) => ({ prompt: `${tag} ${i} ${'the river and the stone '.repeat(10 + 8 * i)}`, maxTokens: 40 }));
+  for (let round = 0; round < 3; round++) await runJobs(engine, jobs(`steady ${round}`));
+  assert.deepEqual(events, [], 'a steady machine raises nothing');
+  assert.ok(engine.stats().stepTime!.slowdown! < 1.5);
+  factor = 5;
+  for (let round = 0; round < 3; round++) await runJobs(engine, jobs(`busy ${round}`));
+  assert.equal(events[0]?.[0], true, 'slow steps were reported');
+  assert.ok(events[0]![1] >= 3, `slowdown ${events[0]![1]}`);
+  assert.equal(engine.stats().stepTime!.slow, true);
+  factor = 1;
+  for (let round = 0; round < 4; round++) await runJobs(engine, jobs(`calm ${round}`));
+  assert.equal(events.at(-1)?.[0], false, 'and their recovery');
+  await engine.stop();
+});
