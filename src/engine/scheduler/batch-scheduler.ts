@@ -69,7 +69,7 @@ export interface BatchSchedulerOptions {
    * undefined/null: the static prefillChunkTokens cap. baseChunkTokens and maxChunkTokens come
    * from prefillChunkTokens and maxBatchTokens.
    */
-  readonly stepBudget?: Pick<StepCostOptions, 'targetMs' | 'minChunkTokens' | 'warmupSteps'> | null;
+  readonly stepBudget?: (Pick<StepCostOptions, 'targetMs' | 'minChunkTokens' | 'warmupSteps'> & { readonly sizeChunks?: boolean }) | null;
 }
 
 /**
@@ -113,6 +113,8 @@ export class BatchScheduler implements Scheduler {
   readonly #forks = new ForkGroups();
   #stopReason: StopReason = 'none_waiting';
   readonly #stepBudget: StepBudget | null;
+  /** The budget sizes prompt chunks (else its model only watches step times, for the slow-step warning). */
+  readonly #sizeChunks: boolean;
   /** The pool's estimated cells in use when the step in flight was planned (fed to the cost model with its time). */
   #plannedKvCells = 0;
 
@@ -131,9 +133,8 @@ export class BatchScheduler implements Scheduler {
     this.#waiting = opts.queue;
     this.#maxPreemptions = maxPreemptions;
     this.#stepBudget =
-      opts.stepBudget != null && opts.policy === 'continuous' && opts.priority === 'decode-first'
-        ? new StepBudget({ ...opts.stepBudget, baseChunkTokens: opts.prefillChunkTokens, maxChunkTokens: opts.maxBatchTokens })
-        : null;
+      opts.stepBudget != null && opts.policy === 'continuous' ? new StepBudget({ ...opts.stepBudget, baseChunkTokens: opts.prefillChunkTokens, maxChunkTokens: opts.maxBatchTokens }) : null;
+    this.#sizeChunks = this.#stepBudget !== null && opts.priority === 'decode-first' && opts.stepBudget?.sizeChunks !== false;
   }
 
   /** The step-time budget's model and target (null when the static chunk cap is in use). */
@@ -197,7 +198,7 @@ export class BatchScheduler implements Scheduler {
     } else {
       this.#continueRunning(budget, scheduled, 'decode');
       this.#plannedKvCells = this.#kvCellsInUse();
-      if (this.#stepBudget !== null) {
+      if (this.#stepBudget !== null && this.#sizeChunks) {
         let decodeCells = 0;
         for (const s of scheduled) decodeCells += s.request.numComputedTokens;
         // The chunk's position: the deepest prompt under way (the conservative guess), else a new one at 0.

@@ -40,9 +40,11 @@ export interface SchedulerConfig {
   /** Preemptions after which a request is not preempted again (default 2). */
   readonly maxPreemptions?: number;
   /**
-   * Step-time budget for prompt chunks (continuous, decode-first; step-cost.ts): 'auto' (default)
-   * keeps steps with decode rows at the time a prefillChunkTokens chunk takes at the start of a
-   * prompt; a number of ms fixes that target; 'off' caps every step at prefillChunkTokens.
+   * Step-time budget for prompt chunks (continuous, decode-first; step-cost.ts): 'off' (default)
+   * caps every step at prefillChunkTokens; 'auto' sizes the chunk beside decode rows to add at
+   * most twice what a prefillChunkTokens chunk adds at the start of a prompt, and lets a step with
+   * no decode rows take the whole batch; a number of ms fixes that target. Experimental: at
+   * saturation on long prompts its fitted model sized chunks far too small (docs/per-token.md).
    */
   readonly stepTarget?: number | 'auto' | 'off';
 }
@@ -61,7 +63,7 @@ export function createScheduler(config: SchedulerConfig, runner: RunnerInfo): Sc
     staticWaitMs: config.staticWaitMs ?? 50,
     queue: new WaitQueue(),
     ...(config.maxPreemptions === undefined ? {} : { maxPreemptions: config.maxPreemptions }),
-    stepBudget: stepBudgetOptions(config.stepTarget ?? 'auto'),
+    stepBudget: stepBudgetOptions(config.stepTarget ?? 'off'),
     kv: {
       mode: kv,
       prefixCache: kv === 'paged' && (config.prefixCache ?? true),
@@ -76,9 +78,10 @@ export function createScheduler(config: SchedulerConfig, runner: RunnerInfo): Sc
   });
 }
 
-function stepBudgetOptions(target: number | 'auto' | 'off'): { targetMs?: number } | null {
-  if (target === 'off') return null;
-  if (target === 'auto') return {};
+function stepBudgetOptions(target: number | 'auto' | 'off'): { targetMs?: number; sizeChunks: boolean } {
+  // 'off' still fits the cost model: it is what the slow-step warning compares against.
+  if (target === 'off') return { sizeChunks: false };
+  if (target === 'auto') return { sizeChunks: true };
   if (!(target > 0)) throw new Error(`stepTarget: expected a positive number of ms, 'auto' or 'off', got ${String(target)}`);
-  return { targetMs: target };
+  return { targetMs: target, sizeChunks: true };
 }

@@ -25,13 +25,16 @@
 // noise exactly (a 2.5 ms decode step predicted at 31–62 ms after three ±10% steps; the test
 // below). A small ridge keeps the fit defined before the steps vary enough to pin all four terms.
 //
-// Budget (decode-first): with d decode rows already in the step and the pool at kv cells, the
-// prompt chunk is the largest n whose step is predicted within the target, clamped to
-// [minChunkTokens, maxChunkTokens − d] (and at most baseChunkTokens with the derived target). A step
-// with no decode rows takes maxChunkTokens (nothing waits on it, so the most efficient chunk wins). The target is fixed (`targetMs`) or, by default,
-// the predicted cost of a `baseChunkTokens` chunk into an empty pool: chunks keep the time the
-// configured chunk has at the start of a prompt instead of growing with depth (issue: a 256-token
-// chunk cost 10x more at position 7,200 than at 0).
+// Budget (decode-first): with d decode rows already in the step, the prompt chunk is the largest
+// n whose addition to the step (the predicted step with it minus without it) stays within the
+// target, clamped to [minChunkTokens, maxChunkTokens − d] (and at most baseChunkTokens with the
+// derived target). The chunk is charged for what it adds, not for the decode rows beside it: under
+// load a step is its decode rows plus one target, and prompts are never squeezed out (charging the
+// whole step, tried first, starved prefill to 64-token chunks at saturation: 0.23 requests/s
+// completed where llama-server did 0.86). A step with no decode rows takes maxChunkTokens (nothing
+// waits on it, so the most efficient chunk wins). The target is fixed (`targetMs`) or, by default,
+// twice what a baseChunkTokens chunk adds at the start of a prompt: a chunk deep in a long prompt
+// shrinks instead of costing 4.3x more than at position 0 (results/per-token/chunk-cost.json).
 //
 // Until `warmupSteps` steps have been observed the model is not trusted: the budget is
 // baseChunkTokens, the static behaviour.
@@ -99,7 +102,6 @@ export class StepCostModel {
   readonly #xtx = new Float64Array(DIM * DIM);
   readonly #xty = new Float64Array(DIM);
   readonly #theta = new Float64Array(DIM);
-  readonly #scratch = new Float64Array(DIM * DIM + DIM);
   #n = 0;
   #nPrompt = 0;
   #dirty = false;
@@ -181,10 +183,37 @@ export class StepCostModel {
     this.#sinceRebuild = 0;
   }
 
+  /**
+   * Least squares with every cost term ≥ 0 (the intercept is free): solve, drop the most negative
+   * term, solve again on the rest, until none is negative. At saturation the terms are nearly
+   * collinear (prompt rows, their positions and the pool grow together) and the unconstrained fit
+   * traded a negative per-row cost against a large attention one, which sized chunks from nonsense.
+   */
   #solve(): void {
     if (!this.#dirty) return;
     this.#dirty = false;
-    if (!solveRidge(this.#xtx, this.#xty, DIM, RIDGE, this.#theta, this.#scratch)) this.#theta.fill(0);
+    const active = Array.from({ length: DIM }, (_, i) => i);
+    for (;;) {
+      const k = active.length;
+      const a = new Float64Array(k * k);
+      const b = new Float64Array(k);
+      active.forEach((fi, i) => {
+        b[i] = this.#xty[fi]!;
+        active.forEach((fj, j) => (a[i * k + j] = this.#xtx[fi * DIM + fj]!));
+      });
+      const out = new Float64Array(k);
+      this.#theta.fill(0);
+      if (!solveRidge(a, b, k, RIDGE, out, new Float64Array(k * k + k))) return;
+      let worst = -1;
+      active.forEach((fi, i) => {
+        if (fi > 0 && out[i]! < 0 && (worst < 0 || out[i]! < out[worst]!)) worst = i;
+      });
+      if (worst < 0) {
+        active.forEach((fi, i) => (this.#theta[fi] = out[i]!));
+        return;
+      }
+      active.splice(worst, 1);
+    }
   }
 }
 
@@ -228,13 +257,16 @@ export class StepBudget {
     if (this.#opts.targetMs !== undefined) return this.#opts.targetMs;
     if (!this.warm) return null;
     const c = this.#opts.baseChunkTokens;
-    // A base chunk at the start of a prompt beside one decoding row, in a pool holding just those.
-    return AUTO_TARGET_FACTOR * this.model.predict({ decodeRows: 1, promptRows: c, ownCells: (c * (c + 1)) / 2 + c, poolCells: 2 * c });
+    // What a base chunk adds to a step at the start of a prompt, in a pool holding just it.
+    const empty = { decodeRows: 0, promptRows: 0, ownCells: 0, poolCells: 0 };
+    return AUTO_TARGET_FACTOR * (this.model.predict({ decodeRows: 0, promptRows: c, ownCells: (c * (c + 1)) / 2, poolCells: c }) - this.model.predict(empty));
   }
 
   /**
    * Most prompt tokens for a step that already carries decode rows whose contexts sum to
    * `decodeCells`, the chunk starting at position `chunkPos`, the pool holding `poolCells` before it.
+   * The chunk is sized by what it adds to the step (the step with it minus the step without), so
+   * decode rows never squeeze prompts out: under load a step is its decode rows plus one target.
    */
   prefillTokens(decodeRows: number, decodeCells: number, chunkPos: number, poolCells: number): number {
     const { baseChunkTokens: base, maxChunkTokens: max, minChunkTokens: min } = this.#opts;
@@ -249,13 +281,15 @@ export class StepBudget {
     // single long prompt does; their sum is what the prediction uses, so only the total is checked.)
     const [, , tp] = this.model.theta as [number, number, number];
     if (!(tp > 0)) return Math.min(base, room);
-    const f = (n: number): number =>
+    const step = (n: number): number =>
       this.model.predict({
         decodeRows,
         promptRows: n,
         ownCells: decodeCells + decodeRows + n * chunkPos + (n * (n + 1)) / 2,
         poolCells: poolCells + decodeRows + n,
       });
+    const without = step(0);
+    const f = (n: number): number => step(n) - without;
     if (!(f(room) > f(min))) return Math.min(base, room);
     if (f(min) > target) return Math.min(min, room);
     // Bisect on integers (f is increasing over [min, room] in any fit that passed the checks above).
