@@ -201,7 +201,7 @@ export class Headroom {
       if (slow) {
         this.app.log.warn(
           `steps run ${slowdown.toFixed(1)}x slower than steps of the same kind did earlier: something else is using the CPU. ` +
-            `llama.cpp's ${String(threads ?? '')} threads spin-wait for each other and lose whole timeslices to other work; on a shared host --threads 1 can be much faster (/stats engine.stepTime)`,
+            `llama.cpp's ${typeof threads === 'number' ? `${threads} ` : ''}threads spin-wait for each other and lose whole timeslices to other work; on a shared host --threads 1 can be much faster (/stats engine.stepTime)`,
         );
       } else {
         this.app.log.info(`steps are back to ${slowdown.toFixed(1)}x their earlier time`);

@@ -209,12 +209,13 @@ test('row alignment: decode rows plus prompt rows come out a whole number of 64 
 
 test('slowdown: about 1 while the machine is steady, about 3 once the same kinds of steps take three times as long', () => {
   const m = new StepCostModel();
-  assert.equal(m.slowdown, null, 'no reference yet');
+  const slowdown = (): number | null => m.slowdown; // a getter: read afresh, not narrowed
+  assert.equal(slowdown(), null, 'no reference yet');
   const all = steps(21, 400, 0.05);
   for (const [shape, ms] of all) m.observe(shape, ms);
-  assert.ok(m.slowdown !== null && Math.abs(m.slowdown - 1) < 0.15, `steady: ${m.slowdown}`);
+  assert.ok(Math.abs((slowdown() ?? 0) - 1) < 0.15, `steady: ${slowdown()}`);
   for (const [shape, ms] of all.slice(0, 100)) m.observe(shape, 3 * ms);
-  assert.ok(m.slowdown !== null && Math.abs(m.slowdown - 3) < 0.5, `slowed: ${m.slowdown}`);
+  assert.ok(Math.abs((slowdown() ?? 0) - 3) < 0.5, `slowed: ${slowdown()}`);
 });
 
 test('the engine reports steps that turn far slower than before, and their recovery', async () => {
@@ -233,12 +234,13 @@ test('the engine reports steps that turn far slower than before, and their recov
   engine.onSlowSteps((slow, slowdown) => events.push([slow, slowdown]));
   const jobs = (tag: string) => Array.from({ length: 6 }, (_, i) => ({ prompt: `${tag} ${i} ${'the river and the stone '.repeat(10 + 8 * i)}`, maxTokens: 40 }));
   for (let round = 0; round < 3; round++) await runJobs(engine, jobs(`steady ${round}`));
-  assert.deepEqual(events, [], 'a steady machine raises nothing');
+  assert.equal(events.length, 0, 'a steady machine raises nothing');
   assert.ok(engine.stats().stepTime!.slowdown! < 1.5);
   factor = 5;
   for (let round = 0; round < 3; round++) await runJobs(engine, jobs(`busy ${round}`));
-  assert.equal(events[0]?.[0], true, 'slow steps were reported');
-  assert.ok(events[0]![1] >= 3, `slowdown ${events[0]![1]}`);
+  const first = events[0];
+  assert.ok(first !== undefined && first[0], 'slow steps were reported');
+  assert.ok(first[1] >= 3, `slowdown ${first[1]}`);
   assert.equal(engine.stats().stepTime!.slow, true);
   factor = 1;
   for (let round = 0; round < 4; round++) await runJobs(engine, jobs(`calm ${round}`));
