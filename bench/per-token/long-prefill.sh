@@ -1,29 +1,30 @@
 #!/usr/bin/env bash
 # A decoding stream's ITL while a ~6,000-token prompt prefills (bench/per-token/long-prefill-itl.ts),
 # one fresh server per configuration, configurations alternating:
-#   budget   the defaults: the step-time budget (--step-target-ms auto), --batch-tokens 2048
-#   fixed    the previous defaults: every step capped at --prefill-chunk 256 tokens, --batch-tokens 512
-# HEADROOM_BIN overrides the server entry point (a checkout of another commit: the "before").
+#   fixed    the defaults: every step capped at --prefill-chunk 256 tokens (rows aligned to 64)
+#   budget   the experimental step-time budget: --step-target-ms auto --batch-tokens 2048
+#   before   BEFORE_BIN (bin/headroom.mjs of another checkout, built there: the "before") with its defaults
 #
-#   bash bench/per-token/long-prefill.sh [out-dir]      (ROUNDS=2 REPS=3 THREADS=2)
+#   bash bench/per-token/long-prefill.sh [out-dir]      (ROUNDS=2 REPS=3 THREADS=2 CONFIGS="fixed budget")
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source bench/ladder/lib.sh
 out=${1:-results/per-token/long-prefill}
 : "${ROUNDS:=2}" "${REPS:=3}"
-read -r -a configs <<<"${CONFIGS:-budget fixed}"
+read -r -a configs <<<"${CONFIGS:-fixed budget}"
 port=8321
 mkdir -p "$out"
 for (( r = 0; r < ROUNDS; r++ )); do
   for cfg in "${configs[@]}"; do
+    bin=bin/headroom.mjs
     case $cfg in
-      budget) flags=() ;;
-      fixed) flags=(--step-target-ms off --batch-tokens 512) ;;
-      before) flags=() ;;
+      fixed) flags=() ;;
+      budget) flags=(--step-target-ms auto --batch-tokens 2048) ;;
+      before) flags=(); bin=${BEFORE_BIN:?set BEFORE_BIN for the before configuration} ;;
       *) echo "unknown configuration $cfg" >&2; exit 2 ;;
     esac
     log="$out/$cfg-r$r.log"
-    node "${HEADROOM_BIN:-bin/headroom.mjs}" serve --host 127.0.0.1 --port $port --threads "$THREADS" --max-output-tokens 4096 "${flags[@]}" >"$log" 2>&1 &
+    node "$bin" serve --host 127.0.0.1 --port $port --threads "$THREADS" --max-output-tokens 4096 "${flags[@]}" >"$log" 2>&1 &
     pid=$!
     if wait_ready "http://127.0.0.1:$port" /ready "$pid"; then
       echo "== $cfg round $r (load $(cut -d' ' -f1-3 /proc/loadavg))"

@@ -1,0 +1,67 @@
+// The long-prompt comparison's table (bench/peer/long.sh): per rate and system, the median over
+// seeds of TTFT p50, ITL p50, E2E p50 and p99 and goodput at the SLO, with the range over seeds;
+// then Headroom / llama-server ratios paired by seed (median and range). Reads each run's
+// summary.json (written by `headroom bench run --json`, computed with the SLO given there).
+//
+//   node --import tsx bench/peer/long-table.ts results/per-token/peer-long
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const root = process.argv[2] ?? 'results/per-token/peer-long';
+const systems = ['headroom', 'llama-server'] as const;
+type Metric = 'median_ttft_ms' | 'median_itl_ms' | 'median_e2el_ms' | 'p99_e2el_ms' | 'request_goodput' | 'request_throughput';
+const metrics: { key: Metric; label: string; digits: number }[] = [
+  { key: 'median_ttft_ms', label: 'TTFT p50 ms', digits: 0 },
+  { key: 'median_itl_ms', label: 'ITL p50 ms', digits: 2 },
+  { key: 'median_e2el_ms', label: 'E2E p50 ms', digits: 0 },
+  { key: 'p99_e2el_ms', label: 'E2E p99 ms', digits: 0 },
+  { key: 'request_throughput', label: 'completed/s', digits: 3 },
+  { key: 'request_goodput', label: 'goodput/s', digits: 3 },
+];
+
+const seeds = readdirSync(root).filter((d) => d.startsWith('seed-')).sort();
+const rates = [...new Set(seeds.flatMap((s) => readdirSync(join(root, s)).filter((d) => d.startsWith('rate-'))))].sort((a, b) => Number(a.slice(5)) - Number(b.slice(5)));
+const read = (seed: string, rate: string, sys: string): Record<string, number | string> | null => {
+  const f = join(root, seed, rate, sys, 'summary.json');
+  return existsSync(f) ? (JSON.parse(readFileSync(f, 'utf8')) as Record<string, number | string>) : null;
+};
+const num = (v: number | string | undefined): number => (v === 'Infinity' ? Infinity : typeof v === 'number' ? v : NaN);
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+const fmt = (x: number, d: number): string => (Number.isFinite(x) ? x.toFixed(d) : x > 0 ? '∞' : '—');
+const cell = (xs: number[], d: number): string => (xs.length === 0 ? '—' : `${fmt(median(xs), d)} (${fmt(Math.min(...xs), d)}–${fmt(Math.max(...xs), d)})`);
+
+console.log(`Seeds: ${seeds.map((s) => s.slice(5)).join(', ')}. Median over seeds (range).\n`);
+console.log(`| rate | system | ${metrics.map((m) => m.label).join(' | ')} |`);
+console.log(`|---|---|${metrics.map(() => '---').join('|')}|`);
+for (const rate of rates) {
+  for (const sys of systems) {
+    const runs = seeds.map((s) => read(s, rate, sys)).filter((r) => r !== null);
+    console.log(`| ${rate.slice(5)} | ${sys} | ${metrics.map((m) => cell(runs.map((r) => num(r[m.key])), m.digits)).join(' | ')} |`);
+  }
+}
+console.log(`\nHeadroom / llama-server, paired by seed: median (range).\n`);
+console.log(`| rate | ${metrics.map((m) => m.label).join(' | ')} |`);
+console.log(`|---|${metrics.map(() => '---').join('|')}|`);
+for (const rate of rates) {
+  const cells = metrics.map((m) => {
+    const rs: number[] = [];
+    for (const s of seeds) {
+      const h = read(s, rate, 'headroom');
+      const l = read(s, rate, 'llama-server');
+      if (h === null || l === null) continue;
+      const a = num(h[m.key]);
+      const b = num(l[m.key]);
+      if (Number.isFinite(a) && Number.isFinite(b) && b > 0) rs.push(a / b);
+    }
+    return cell(rs, 2);
+  });
+  console.log(`| ${rate.slice(5)} | ${cells.join(' | ')} |`);
+}
+const peak = (sys: string): number[] => seeds.map((s) => Math.max(...rates.map((r) => num(read(s, r, sys)?.['request_goodput']) || 0)));
+const ph = peak('headroom');
+const pl = peak('llama-server');
+console.log(`\nPeak goodput over rates, per seed: Headroom ${ph.map((x) => x.toFixed(3)).join(', ')}; llama-server ${pl.map((x) => x.toFixed(3)).join(', ')}; ratio ${ph.map((x, i) => (pl[i]! > 0 ? (x / pl[i]!).toFixed(2) : '∞')).join(', ')}.`);
