@@ -130,7 +130,7 @@ export function registerServeCommand(program: Command): void {
     .option('--ctx <cells>', "KV cells in the unified pool (default: the model's trained context, at most 8192; mock: 8192)")
     .option('--ctx-beyond-trained', "allow --ctx above the model's trained context (GGUF llama.context_length)", false)
     .option('--parallel <n>', 'sequence ids (most requests running at once)', '16')
-    .option('--batch-tokens <n>', 'most tokens in one forward pass (llama.cpp computes it in micro-batches of at most 512)', '512')
+    .option('--batch-tokens <n>', 'most tokens in one forward pass; a step in which nothing decodes may fill it (llama.cpp computes it in micro-batches of at most 512)', '2048')
     .addOption(new Option('--scheduler <name>', 'scheduling policy').choices(['fifo', 'static', 'continuous']).default('continuous'))
     .addOption(new Option('--kv <mode>', 'KV accounting').choices(['paged', 'contiguous']).default('paged'))
     .addOption(new Option('--prefix-cache <on|off>', 'radix prefix cache (paged KV only)').choices(['on', 'off']).default('on'))

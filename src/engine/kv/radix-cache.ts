@@ -11,9 +11,14 @@
 //   is never cached.
 // - References: the cache holds exactly one pool reference per stored block; a block is stored in
 //   at most one node.
-// - Owner sequences: a node's `ownerSeqId` holds the KV cells of the node AND its whole root path,
-//   positions [0, node end). That is what makes a hit `seqCopy(owner, newSeq, 0, numTokens)` valid
-//   for the owner of the deepest matched node. It holds because `insert(tokens, blocks, seqId)`
+// - Owner sequences: a node's `ownerSeqId` holds the KV cells of the node, the very cells its
+//   blocks account for. A hit therefore copies each matched node's range from that node's owner
+//   (`PrefixMatch.segments`), not the whole path from the deepest owner: an owner's cells for its
+//   ancestors' ranges may be its own duplicates (two requests computed the same prefix at once,
+//   the "shadow" blocks of paged-kv-manager.ts), and copying those made the accounting reference
+//   one set of blocks while the pool held another (found by the scheduler property test once
+//   steps carried whole prompts: 3 blocks undercounted, a batch refused). The deepest owner also
+//   holds the whole root path's positions, its own or copied. It holds because `insert(tokens, blocks, seqId)`
 //   requires `seqId` to hold the cells of every inserted token (it computed them or seqCopied the
 //   matched part), new nodes are created below their parent only by such an insert, and a split
 //   gives both halves the owner of the node it splits. All nodes one sequence owns lie on one root
@@ -27,7 +32,7 @@
 //
 // The caller's protocol (the scheduler):
 // - starting a request: `m = match(prompt)`; decide with m pinned (evicting to make room cannot take the
-//   matched path); on start: seqCopy(m.ownerSeqId → seq, 0, m.numTokens) in the plan and
+//   matched path); on start: seqCopy(seg.ownerSeqId → seq, seg.p0, seg.p1) for each of m.segments in the plan and
 //   PagedKv.sharePrefix(table, m.blocks, m.numTokens); then `release(m.handle)` either way.
 // - prefill complete (and later, optionally): `r = insert(computedTokens, table.blocks, seq)`; keep
 //   r.handle while the sequence runs (it pins every node the sequence owns), release the previous one.
@@ -68,8 +73,13 @@ export interface PrefixMatch {
   readonly numTokens: number;
   /** The blocks holding them, in order (numTokens / blockSize of them). */
   readonly blocks: readonly BlockId[];
-  /** The sequence to seqCopy [0, numTokens) from; null on a miss. */
+  /** The owner of the deepest matched node; null on a miss. */
   readonly ownerSeqId: SeqId | null;
+  /**
+   * The seqCopy ops that give a sequence exactly these blocks' cells: per run of matched nodes with
+   * one owner, [p0, p1) from that owner, in order (empty on a miss).
+   */
+  readonly segments: readonly { readonly ownerSeqId: SeqId; readonly p0: number; readonly p1: number }[];
   /** Pins the matched path until `release(handle)`. */
   readonly handle: CacheHandle;
 }
@@ -144,9 +154,16 @@ export class RadixCache {
   match(tokens: readonly number[], options: { readonly recordStats?: boolean } = {}): PrefixMatch {
     const w = this.#trie.walk(tokens);
     const blocks: BlockId[] = [];
+    const segments: { ownerSeqId: SeqId; p0: number; p1: number }[] = [];
     for (const [i, n] of w.path.entries()) {
       const k = i === w.path.length - 1 ? w.numUnitsInLast : n.value.blocks.length;
       for (let j = 0; j < k; j++) blocks.push(n.value.blocks[j]!);
+      const owner = n.value.ownerSeqId!;
+      const p0 = n.startToken;
+      const p1 = p0 + k * this.blockSize;
+      const last = segments.at(-1);
+      if (last !== undefined && last.ownerSeqId === owner && last.p1 === p0) last.p1 = p1;
+      else if (p1 > p0) segments.push({ ownerSeqId: owner, p0, p1 });
     }
     let deepest = w.path.at(-1) ?? this.#trie.root;
     // Split where the query leaves the node, so the pin covers exactly the matched blocks.
@@ -156,7 +173,7 @@ export class RadixCache {
       this.#numQueryTokens += tokens.length;
       this.#numHitTokens += w.numTokens;
     }
-    return { numTokens: w.numTokens, blocks, ownerSeqId: deepest.value.ownerSeqId, handle: this.#pin(deepest) };
+    return { numTokens: w.numTokens, blocks, ownerSeqId: deepest.value.ownerSeqId, segments, handle: this.#pin(deepest) };
   }
 
   /**

@@ -18,7 +18,8 @@
 //      preemptions for 76 requests when only the first chunk's blocks were checked). Why starting
 //      stopped is published in the snapshot (`stopReason`).
 // Prompt tokens in one step are capped by `prefillChunkTokens` (all requests together), which is
-// what bounds a step's time and so the inter-token latency of everyone decoding. With a step-time
+// what bounds a step's time and so the inter-token latency of everyone decoding; a step in which
+// nothing decodes (decode-first) takes the whole token budget instead, as nobody waits on it. With a step-time
 // budget (`stepBudget`, continuous decode-first only) the cap is instead sized per step from a cost
 // model fitted to the steps run so far (step-cost.ts): a step with decode rows carries the chunk
 // that keeps it near the target time at the pool's current depth, a step without takes the whole
@@ -205,6 +206,10 @@ export class BatchScheduler implements Scheduler {
         let chunkPos = 0;
         for (const r of this.#running) if (r.numComputedTokens < r.numPromptTokens) chunkPos = Math.max(chunkPos, r.numComputedTokens);
         budget.prefillTokens = Math.min(budget.tokens, this.#stepBudget.prefillTokens(scheduled.length, decodeCells, chunkPos, this.#plannedKvCells));
+      } else if (scheduled.length === 0) {
+        // Nothing is decoding, so no stream waits on this step: prompts take the whole token budget
+        // (fewer, larger llama_decode calls; docs/per-token.md).
+        budget.prefillTokens = budget.tokens;
       }
       budget.prefillTokens = alignedPromptBudget(scheduled.length, budget.prefillTokens);
       this.#continueRunning(budget, scheduled, 'prefill');

@@ -122,7 +122,7 @@ export class PagedKvManager implements KvManager {
       const table = this.#paged.createTable();
       if (match !== null && numCached > 0) {
         this.#paged.sharePrefix(table, match.blocks, numCached);
-        this.#kvOps.push({ kind: 'copy', srcSeqId: match.ownerSeqId!, dstSeqId: seqId, p0: 0, p1: numCached });
+        for (const seg of match.segments) this.#kvOps.push({ kind: 'copy', srcSeqId: seg.ownerSeqId, dstSeqId: seqId, p0: seg.p0, p1: seg.p1 });
       }
       this.#paged.append(table, req.numTokens - numCached);
       this.#states.set(req, { seqId, table, handle: null, numCachedTokens: 0, offered: false });

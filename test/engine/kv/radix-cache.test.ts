@@ -63,7 +63,7 @@ describe('RadixCache', () => {
     for (const r of [a, b, c]) assert.equal(w.end(r), false, 'each owns its node: the cache keeps its id');
     w.check();
     const hit = w.cache.match([1, 2, 3, 4, 99]);
-    assert.deepEqual(hit, { numTokens: 4, blocks: ids(0, 1), ownerSeqId: 0, handle: hit.handle });
+    assert.deepEqual(hit, { numTokens: 4, blocks: ids(0, 1), ownerSeqId: 0, segments: [{ ownerSeqId: 0, p0: 0, p1: 4 }], handle: hit.handle });
     w.cache.release(hit.handle); // A is now the most recently used
     const e1 = w.cache.evict(1);
     assert.deepEqual(e1, {

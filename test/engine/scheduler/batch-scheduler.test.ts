@@ -83,7 +83,9 @@ test('chunked prefill: no step carries more than the token budget, decodes ride 
     await stepOnce(s, runner, step, (plan) => {
       const n = plan.runner.items.reduce((a, it) => a + it.tokens.length, 0);
       assert.ok(n <= 64, `step ${step} carried ${n} tokens`);
-      for (const it of plan.runner.items) if (it.tokens.length > 1) assert.ok(it.tokens.length <= 32);
+      // Beside a decode row a prompt chunk is capped at 32; with nothing decoding it may take the step's whole budget.
+      const decoding = plan.runner.items.some((it) => it.tokens.length === 1 && it.startPos > 0);
+      for (const it of plan.runner.items) if (it.tokens.length > 1 && decoding) assert.ok(it.tokens.length <= 32, `a ${it.tokens.length}-token chunk beside decoding`);
       if (plan.runner.items.some((it) => it.tokens.length === 1) && plan.runner.items.some((it) => it.tokens.length > 1)) mixed++;
     });
   }

@@ -167,3 +167,37 @@ test('property: random mixed workloads keep the allocation rule, the watermark a
   );
   coverage.reportAndAssert('scheduler KV allocation', 5000);
 });
+
+test('a hit copies each cached node from its own owner: a prefix two requests computed at once is not taken from the duplicate', async () => {
+  // A (64 tokens) and B (80) share 48 and are prefilled in the same step, so both compute those 48.
+  // A inserts first and owns [0, 64); B's insert hangs its [48, 80) under A's [0, 48), and B's own
+  // cells for [0, 48) are duplicates the accounting does not count. C then hits [0, 80): the cells
+  // for [0, 48) must come from A (whose blocks the accounting shares), [48, 80) from B.
+  const runner = new MockRunner({ cost: { speed: 0 }, contextTokens: 512, maxSequences: 4, maxBatchTokens: 256 });
+  const s = createScheduler({ scheduler: 'continuous', maxOutputTokens: 64, prefillChunkTokens: 256, cacheRetain: 'all' }, runner.info) as BatchScheduler;
+  const shared = uniquePrompt(1, 48);
+  const a = [...shared, ...uniquePrompt(2, 17).slice(1)];
+  const b = [...shared, ...uniquePrompt(3, 33).slice(1)];
+  const c = [...b, ...uniquePrompt(4, 17).slice(1)];
+  const out: Outcome[] = [];
+  const engineLike = (t: number) => ({ runner, now: () => t }) as unknown as Parameters<typeof makeRequest>[0];
+  s.add(makeRequest(engineLike(0), { prompt: a, maxTokens: 20 }, 'A', out));
+  s.add(makeRequest(engineLike(0), { prompt: b, maxTokens: 20 }, 'B', out));
+  const first = await stepOnce(s, runner, 0);
+  assert.deepEqual(first.scheduled.map((x) => [x.request.id, x.numNewTokens]), [['A', 64], ['B', 80]], 'both prompts whole in one step');
+  const seqOf = (id: string): number => first.scheduled.find((x) => x.request.id === id)!.request.seqId!;
+  const seqA = seqOf('A');
+  const seqB = seqOf('B');
+  s.add(makeRequest(engineLike(1), { prompt: c, maxTokens: 4 }, 'C', out));
+  const withC = await stepOnce(s, runner, 1);
+  const copies = withC.runner.kvOps.filter((op) => op.kind === 'copy');
+  assert.deepEqual(
+    copies.map((op) => (op.kind === 'copy' ? [op.srcSeqId, op.p0, op.p1] : [])),
+    [
+      [seqA, 0, 48],
+      [seqB, 48, 80],
+    ],
+  );
+  for (let t = 2; s.numUnfinished > 0 && t < 500; t++) await stepOnce(s, runner, t);
+  assert.equal(s.numRunnerRefusals, 0);
+});
