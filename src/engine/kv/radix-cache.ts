@@ -73,8 +73,6 @@ export interface PrefixMatch {
   readonly numTokens: number;
   /** The blocks holding them, in order (numTokens / blockSize of them). */
   readonly blocks: readonly BlockId[];
-  /** The owner of the deepest matched node; null on a miss. */
-  readonly ownerSeqId: SeqId | null;
   /**
    * The seqCopy ops that give a sequence exactly these blocks' cells: per run of matched nodes with
    * one owner, [p0, p1) from that owner, in order (empty on a miss).
@@ -173,7 +171,7 @@ export class RadixCache {
       this.#numQueryTokens += tokens.length;
       this.#numHitTokens += w.numTokens;
     }
-    return { numTokens: w.numTokens, blocks, ownerSeqId: deepest.value.ownerSeqId, segments, handle: this.#pin(deepest) };
+    return { numTokens: w.numTokens, blocks, segments, handle: this.#pin(deepest) };
   }
 
   /**

@@ -63,7 +63,7 @@ describe('RadixCache', () => {
     for (const r of [a, b, c]) assert.equal(w.end(r), false, 'each owns its node: the cache keeps its id');
     w.check();
     const hit = w.cache.match([1, 2, 3, 4, 99]);
-    assert.deepEqual(hit, { numTokens: 4, blocks: ids(0, 1), ownerSeqId: 0, segments: [{ ownerSeqId: 0, p0: 0, p1: 4 }], handle: hit.handle });
+    assert.deepEqual(hit, { numTokens: 4, blocks: ids(0, 1), segments: [{ ownerSeqId: 0, p0: 0, p1: 4 }], handle: hit.handle });
     w.cache.release(hit.handle); // A is now the most recently used
     const e1 = w.cache.evict(1);
     assert.deepEqual(e1, {
@@ -94,7 +94,7 @@ describe('RadixCache', () => {
     const bSeq = w.seqIds.acquire();
     w.running.add(bSeq);
     const m = w.cache.match([1, 2, 3, 4, 9, 9, 9]);
-    assert.deepEqual([m.numTokens, m.ownerSeqId, m.blocks], [4, a.seqId, ids(0, 1)]);
+    assert.deepEqual([m.numTokens, m.segments, m.blocks], [4, [{ ownerSeqId: a.seqId, p0: 0, p1: 4 }], ids(0, 1)]);
     const bTable = w.kv.createTable();
     w.kv.sharePrefix(bTable, m.blocks, m.numTokens); // + seqCopy(a → b, 0, 4) in a real plan
     w.kv.append(bTable, 3);
@@ -105,9 +105,10 @@ describe('RadixCache', () => {
     assert.equal(w.cache.numNodes, 3);
     w.check();
     const hitB = w.cache.match([1, 2, 3, 4, 9, 9, 0]);
-    assert.deepEqual([hitB.numTokens, hitB.ownerSeqId, hitB.blocks], [6, bSeq, ids(0, 1, 4)]);
+    // Each matched node's range from its own owner: A's head, then B's branch.
+    assert.deepEqual([hitB.numTokens, hitB.segments, hitB.blocks], [6, [{ ownerSeqId: a.seqId, p0: 0, p1: 4 }, { ownerSeqId: bSeq, p0: 4, p1: 6 }], ids(0, 1, 4)]);
     const hitHead = w.cache.match([1, 2, 3, 4, 0, 0, 0]);
-    assert.deepEqual([hitHead.numTokens, hitHead.ownerSeqId], [4, a.seqId], 'the split head keeps the owner of the node it came from');
+    assert.deepEqual([hitHead.numTokens, hitHead.segments], [4, [{ ownerSeqId: a.seqId, p0: 0, p1: 4 }]], 'the split head keeps the owner of the node it came from');
     w.cache.release(hitB.handle);
     w.cache.release(hitHead.handle);
     // Inserting a strict prefix of an existing node splits it too, and adopts nothing.
@@ -126,7 +127,7 @@ describe('RadixCache', () => {
     // B: 14 tokens → 7 blocks; 2 come from the hit, 5 more needed, 3 free: short of 2.
     const prompt = [1, 2, 3, 4, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6];
     const m = w.cache.match(prompt.slice(0, -1));
-    assert.deepEqual([m.numTokens, m.blocks, m.ownerSeqId], [4, ids(0, 1), 0]);
+    assert.deepEqual([m.numTokens, m.blocks, m.segments], [4, ids(0, 1), [{ ownerSeqId: 0, p0: 0, p1: 4 }]]);
     const shortfall = 7 - m.blocks.length - w.pool.numFree;
     assert.equal(shortfall, 2);
     // Reclaim by LRU, as admission does. Unpinned, A's node would go second and hand blocks 0 and 1
@@ -135,7 +136,7 @@ describe('RadixCache', () => {
     assert.deepEqual(ev.kvOps, [{ kind: 'remove', seqId: 1, p0: 0, p1: 2 }, { kind: 'remove', seqId: 1, p0: 0, p1: -1 }], 'evicted C only');
     assert.equal(ev.numBlocksFreed, 1);
     for (const id of m.blocks) assert.equal(w.pool.refCount(id), 1, `matched block ${id} is still allocated`);
-    assert.ok(w.seqIds.isAcquired(m.ownerSeqId!), 'the owner to copy from is still alive');
+    for (const seg of m.segments) assert.ok(w.seqIds.isAcquired(seg.ownerSeqId), 'the owner to copy from is still alive');
     assert.deepEqual(w.pool.freeListSnapshot(), ids(2, 3, 4, 5), 'blocks 0 and 1 are not on the free list');
     // Whatever the decision, the matched blocks are still safe to share while pinned.
     const probe = w.kv.createTable();
@@ -165,7 +166,7 @@ describe('RadixCache', () => {
     w.check();
     // The recomputed request hits its own prefix, copying from its old sequence.
     const m = w.cache.match([1, 2, 3, 4, 5, 6]);
-    assert.deepEqual([m.numTokens, m.ownerSeqId], [4, a.seqId]);
+    assert.deepEqual([m.numTokens, m.segments], [4, [{ ownerSeqId: a.seqId, p0: 0, p1: 4 }]]);
     w.cache.release(m.handle);
     const ev = w.cache.evict(100);
     assert.deepEqual(ev.releasedSeqIds, [a.seqId]);
@@ -253,8 +254,15 @@ describe('RadixCache', () => {
             // Existing nodes keep their blocks: block j comes from the first insert that reached it.
             const expected = Array.from({ length: numBlocks }, (_, j) => inserted.find((e) => common(tokens, e.tokens) > j)!.blocks[j]);
             assert.deepEqual(m.blocks, expected);
-            const owner = numBlocks === 0 ? null : inserted.find((e) => common(tokens, e.tokens) >= numBlocks)!.seqId;
-            assert.equal(m.ownerSeqId, owner);
+            // ... and its cells come from that insert's sequence: runs of blocks with one owner, in order.
+            const segments: { ownerSeqId: number; p0: number; p1: number }[] = [];
+            for (let j = 0; j < numBlocks; j++) {
+              const owner = inserted.find((e) => common(tokens, e.tokens) > j)!.seqId;
+              const last = segments.at(-1);
+              if (last?.ownerSeqId === owner) last.p1 += bs;
+              else segments.push({ ownerSeqId: owner, p0: j * bs, p1: (j + 1) * bs });
+            }
+            assert.deepEqual(m.segments, segments);
           }
           cache.checkInvariants([]);
         }

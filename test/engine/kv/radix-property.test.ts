@@ -84,8 +84,15 @@ class World {
     assert.equal(m.numTokens, peeked, 'peek and match disagree');
     if (m.numTokens > 0) {
       this.coverage.hit('prefix hit');
-      const owner = this.cells.get(m.ownerSeqId!)!;
-      for (let p = 0; p < m.numTokens; p++) assert.equal(owner.get(p), prompt[p], `owner ${m.ownerSeqId} cell ${p} holds another token`);
+      // Each segment's owner holds its range (the hit copies each matched node from its own owner).
+      let covered = 0;
+      for (const seg of m.segments) {
+        assert.equal(seg.p0, covered, 'segments are contiguous from position 0');
+        const owner = this.cells.get(seg.ownerSeqId)!;
+        for (let p = seg.p0; p < seg.p1; p++) assert.equal(owner.get(p), prompt[p], `owner ${seg.ownerSeqId} cell ${p} holds another token`);
+        covered = seg.p1;
+      }
+      assert.equal(covered, m.numTokens, 'segments cover the match');
     }
     const needed = numBlocksNeeded(prompt.length, this.blockSize) - m.blocks.length;
     if (!this.pool.canAllocate(needed)) this.evict(needed - this.pool.numFree); // with the match pinned
@@ -99,7 +106,7 @@ class World {
     for (const id of m.blocks) assert.ok(this.pool.refCount(id) > 0, 'matched block freed while pinned');
     const seqId = this.seqIds.acquire();
     assert.equal(this.#cellsOf(seqId).size, 0, `acquired seq ${seqId} is not empty`);
-    if (m.numTokens > 0) this.apply([{ kind: 'copy', srcSeqId: m.ownerSeqId!, dstSeqId: seqId, p0: 0, p1: m.numTokens }]);
+    this.apply(m.segments.map((seg) => ({ kind: 'copy' as const, srcSeqId: seg.ownerSeqId, dstSeqId: seqId, p0: seg.p0, p1: seg.p1 })));
     const table = this.kv.createTable();
     this.kv.sharePrefix(table, m.blocks, m.numTokens);
     this.kv.append(table, prompt.length - m.numTokens);
