@@ -178,6 +178,8 @@ export class BatchScheduler implements Scheduler {
   schedule(nowMs: number): SchedulerPlan {
     this.#dropAborted(nowMs);
     const budget: Budget = { tokens: this.#opts.maxBatchTokens, prefillTokens: this.#opts.prefillChunkTokens };
+    // The pool before this step, for the step-cost model (every continuous policy feeds it).
+    if (this.#stepBudget !== null) this.#plannedKvCells = this.#kvCellsInUse();
     const scheduled: ScheduledItem[] = [];
     let wakeAtMs: number | null = null;
     if (this.#opts.policy === 'static') {
@@ -198,7 +200,6 @@ export class BatchScheduler implements Scheduler {
       this.#continueRunning(budget, scheduled, 'decode');
     } else {
       this.#continueRunning(budget, scheduled, 'decode');
-      this.#plannedKvCells = this.#kvCellsInUse();
       if (this.#stepBudget !== null && this.#sizeChunks) {
         let decodeCells = 0;
         for (const s of scheduled) decodeCells += s.request.numComputedTokens;
