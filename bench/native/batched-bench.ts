@@ -18,6 +18,7 @@ import { writeFileSync } from 'node:fs';
 import { LlamaRunner } from '../../src/engine/runner/llama/llama-runner.ts';
 import { asSeqId } from '../../src/engine/plan.ts';
 import type { RunnerPlan, StepItem } from '../../src/engine/plan.ts';
+import { benchItem, step, tokenSource } from './lib.ts';
 import { ensureDefaultModel } from '../../src/model/default-model.ts';
 
 const args = process.argv.slice(2);
@@ -50,28 +51,8 @@ const runner = new LlamaRunner({
   threadPool,
   ...(threadPoll === undefined ? {} : { threadPoll }),
 });
-const vocab = runner.info.vocabSize;
-// A fixed-seed generator, so reruns feed the same tokens (batched-bench uses rand() % n_vocab).
-let state = 12345;
-const randToken = (): number => {
-  state = (state * 1103515245 + 12345) >>> 0;
-  return 1 + (state % (vocab - 1));
-};
-const greedy = { temperature: 0, topP: 1, seed: 0 };
-const item = (seq: number, tokens: number[], startPos: number, sample: boolean): StepItem => ({
-  requestId: `bb${seq}`,
-  seqId: asSeqId(seq),
-  tokens,
-  startPos,
-  sample,
-  resetSampler: startPos === 0,
-  sampling: greedy,
-});
-const exec = async (p: RunnerPlan): Promise<number> => {
-  const res = await runner.execute(p);
-  if (!res.ok) throw new Error(`${res.reason}: ${res.message}`);
-  return runner.lastTiming?.decodeUs ?? 0;
-};
+const randTokens = tokenSource(runner.info.vocabSize, 12345);
+const exec = async (p: RunnerPlan): Promise<number> => (await step(runner, p)).decodeUs;
 const clearAll = (): RunnerPlan['kvOps'] =>
   Array.from({ length: runner.info.maxSequences }, (_, s) => ({ kind: 'remove' as const, seqId: asSeqId(s), p0: 0, p1: -1 }));
 
@@ -93,7 +74,7 @@ interface Row {
 }
 
 // Warm-up, as batched-bench does: one short decode.
-await exec({ kvOps: clearAll(), items: [item(0, Array.from({ length: 16 }, randToken), 0, true)] });
+await exec({ kvOps: clearAll(), items: [benchItem(0, randTokens(16), 0, true)] });
 
 const rows: Row[] = [];
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
@@ -105,7 +86,7 @@ for (let rep = 0; rep < reps; rep++) {
     }
     // Prefill: the PL prompts as one logical batch, cut into calls of nBatch rows (sequence-major).
     const rowsAll: { seq: number; tok: number; pos: number; last: boolean }[] = [];
-    for (let s = 0; s < pl; s++) for (let i = 0; i < npp; i++) rowsAll.push({ seq: s, tok: randToken(), pos: i, last: i === npp - 1 });
+    for (let s = 0; s < pl; s++) for (let i = 0; i < npp; i++) rowsAll.push({ seq: s, tok: randTokens(1)[0]!, pos: i, last: i === npp - 1 });
     let kvOps = clearAll();
     const t0 = performance.now();
     for (let at = 0; at < rowsAll.length; at += nBatch) {
@@ -114,7 +95,7 @@ for (let rep = 0; rep < reps; rep++) {
       for (const r of part) {
         const prev = items[items.length - 1];
         if (prev !== undefined && prev.seqId === r.seq) (prev.tokens as number[]).push(r.tok);
-        else items.push(item(r.seq, [r.tok], r.pos, false));
+        else items.push(benchItem(r.seq, [r.tok], r.pos, false));
       }
       // Only each prompt's last row asks for logits (a part's item ends a prompt when it holds pos npp-1).
       const fixed = items.map((it) => ({ ...it, sample: it.startPos + it.tokens.length === npp }));
@@ -126,7 +107,7 @@ for (let rep = 0; rep < reps; rep++) {
     const decodes: number[] = [];
     const t1 = performance.now();
     for (let i = 0; i < ntg; i++) {
-      const items = Array.from({ length: pl }, (_, s) => item(s, [randToken()], npp + i, true));
+      const items = Array.from({ length: pl }, (_, s) => benchItem(s, randTokens(1), npp + i, true));
       const ts = performance.now();
       const us = await exec({ kvOps: [], items });
       steps.push(performance.now() - ts);

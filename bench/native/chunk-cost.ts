@@ -15,6 +15,7 @@ import { writeFileSync } from 'node:fs';
 import { LlamaRunner } from '../../src/engine/runner/llama/llama-runner.ts';
 import { asSeqId } from '../../src/engine/plan.ts';
 import type { RunnerPlan, StepItem } from '../../src/engine/plan.ts';
+import { benchItem, step, tokenSource } from './lib.ts';
 import { ensureDefaultModel } from '../../src/model/default-model.ts';
 import { spread } from '../../src/engine/runner/llama/calibrate.ts';
 
@@ -42,33 +43,13 @@ const runner = new LlamaRunner({
   contextTokens: 16384,
   contextBeyondTrained: true,
 });
-const vocab = runner.info.vocabSize;
-let state = 99;
-const rand = (n: number): number[] =>
-  Array.from({ length: n }, () => {
-    state = (state * 1103515245 + 12345) >>> 0;
-    return 1 + (state % (vocab - 1));
-  });
-const greedy = { temperature: 0, topP: 1, seed: 0 };
-const it = (seq: number, tokens: number[], startPos: number, sample: boolean): StepItem => ({
-  requestId: `c${seq}`,
-  seqId: asSeqId(seq),
-  tokens,
-  startPos,
-  sample,
-  resetSampler: startPos === 0,
-  sampling: greedy,
-});
-const exec = async (p: RunnerPlan): Promise<number> => {
-  const res = await runner.execute(p);
-  if (!res.ok) throw new Error(`${res.reason}: ${res.message}`);
-  return runner.lastTiming!.executeMs;
-};
+const rand = tokenSource(runner.info.vocabSize, 99);
+const exec = async (p: RunnerPlan): Promise<number> => (await step(runner, p)).executeMs;
 const rm = (seq: number): RunnerPlan['kvOps'][number] => ({ kind: 'remove', seqId: asSeqId(seq), p0: 0, p1: -1 });
 /** Put `n` tokens into `seq` from position 0, in calls of at most 512. */
 const prefill = async (seq: number, n: number): Promise<void> => {
   const toks = rand(n);
-  for (let at = 0; at < n; at += 512) await exec({ kvOps: [], items: [it(seq, toks.slice(at, at + 512), at, at + 512 >= n)] });
+  for (let at = 0; at < n; at += 512) await exec({ kvOps: [], items: [benchItem(seq, toks.slice(at, at + 512), at, at + 512 >= n)] });
 };
 
 interface Cell {
@@ -81,9 +62,9 @@ const cells: Cell[] = [];
 for (const layout of ['own', 'far'] as const) for (const pos of positions) for (const chunk of chunks) cells.push({ layout, pos, chunk, ms: [] });
 
 // Sequence 0 decodes (a 128-token context, growing by one per step); sequence 1 takes the chunk; sequence 2 is the far filler.
-await exec({ kvOps: [rm(0), rm(1), rm(2)], items: [it(0, rand(128), 0, true)] });
+await exec({ kvOps: [rm(0), rm(1), rm(2)], items: [benchItem(0, rand(128), 0, true)] });
 let p0 = 128;
-const dec = (): StepItem => it(0, rand(1), p0++, true);
+const dec = (): StepItem => benchItem(0, rand(1), p0++, true);
 for (let rep = 0; rep < reps; rep++) {
   for (const layout of ['own', 'far'] as const) {
     await exec({ kvOps: [rm(2)], items: [dec()] });
@@ -92,7 +73,7 @@ for (let rep = 0; rep < reps; rep++) {
       await exec({ kvOps: [rm(1)], items: [dec()] });
       if (pos > 0) await prefill(1, pos);
       for (const chunk of chunks) {
-        const ms = await exec({ kvOps: [{ kind: 'remove', seqId: asSeqId(1), p0: pos, p1: -1 }], items: [dec(), it(1, rand(chunk), pos, true)] });
+        const ms = await exec({ kvOps: [{ kind: 'remove', seqId: asSeqId(1), p0: pos, p1: -1 }], items: [dec(), benchItem(1, rand(chunk), pos, true)] });
         cells.find((c) => c.layout === layout && c.pos === pos && c.chunk === chunk)!.ms.push(ms);
       }
     }

@@ -6,29 +6,19 @@
 //   node --import tsx bench/native/row-alignment.ts POSITION N1 N2 ...   (model: models/tiny.gguf, 2 threads)
 import { LlamaRunner } from '../../src/engine/runner/llama/llama-runner.ts';
 import { asSeqId } from '../../src/engine/plan.ts';
-import type { KvOp, RunnerPlan, StepItem } from '../../src/engine/plan.ts';
+import type { KvOp, RunnerPlan } from '../../src/engine/plan.ts';
+import { benchItem, step, tokenSource } from './lib.ts';
 
 const runner = new LlamaRunner({ modelPath: 'models/tiny.gguf', threads: 2, maxSequences: 4, maxBatchTokens: 2048, microBatchTokens: 512, contextTokens: 16384, contextBeyondTrained: true });
-let state = 5;
-const rand = (n: number): number[] =>
-  Array.from({ length: n }, () => {
-    state = (state * 1103515245 + 12345) >>> 0;
-    return 1 + (state % (runner.info.vocabSize - 1));
-  });
-const greedy = { temperature: 0, topP: 1, seed: 0 };
-const item = (seq: number, tokens: number[], startPos: number): StepItem => ({ requestId: `r${seq}`, seqId: asSeqId(seq), tokens, startPos, sample: true, resetSampler: startPos === 0, sampling: greedy });
-const decodeMs = async (p: RunnerPlan): Promise<number> => {
-  const r = await runner.execute(p);
-  if (!r.ok) throw new Error(r.message);
-  return runner.lastTiming!.decodeUs / 1000;
-};
+const rand = tokenSource(runner.info.vocabSize, 5);
+const decodeMs = async (p: RunnerPlan): Promise<number> => (await step(runner, p)).decodeUs / 1000;
 
 const pos = Number(process.argv[2] ?? 2048);
-for (let at = 0; at < pos; at += 512) await decodeMs({ kvOps: [], items: [item(1, rand(Math.min(512, pos - at)), at)] });
+for (let at = 0; at < pos; at += 512) await decodeMs({ kvOps: [], items: [benchItem(1, rand(Math.min(512, pos - at)), at, true)] });
 const cut: KvOp = { kind: 'remove', seqId: asSeqId(1), p0: pos, p1: -1 };
 const sizes = process.argv.slice(3).map(Number);
 const ms = new Map<number, number[]>(sizes.map((n) => [n, []]));
-for (let r = 0; r < 5; r++) for (const n of sizes) ms.get(n)!.push(await decodeMs({ kvOps: [cut], items: [item(1, rand(n), pos)] }));
+for (let r = 0; r < 5; r++) for (const n of sizes) ms.get(n)!.push(await decodeMs({ kvOps: [cut], items: [benchItem(1, rand(n), pos, true)] }));
 for (const n of sizes) {
   const s = ms.get(n)!.sort((a, b) => a - b);
   console.log(`pos ${pos} rows ${n}: ${s[2]!.toFixed(1)} ms (${(s[2]! / n).toFixed(3)} ms/row)`);
