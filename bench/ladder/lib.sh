@@ -66,3 +66,25 @@ start_llama() {
   node --import tsx bench/peer/chat-proxy.ts --port "$port" --upstream "http://127.0.0.1:$((port + 1))" >"${log%.log}-proxy.log" 2>&1 &
   echo "$server $!"
 }
+
+# run_peer PORT DIR RATE SYSTEM [FLAGS...]: one open-loop run against a fresh server, SYSTEM
+# `headroom` (FLAGS go to `headroom serve`) or `llama-server` (behind chat-proxy.ts); records the
+# load average before and after in DIR/loadavg.txt. A server that never gets ready is reported.
+run_peer() {
+  local port=$1 dir=$2 rate=$3 system=$4 pid proxy= ready; shift 4
+  mkdir -p "$dir"
+  echo "before $(cut -d' ' -f1-3 /proc/loadavg)" >"$dir/loadavg.txt"
+  if [[ $system == headroom ]]; then
+    pid=$(start_headroom "$port" "$dir/server.log" "$@")
+    ready=/ready
+  else
+    read -r pid proxy < <(start_llama "$port" "$dir/server.log")
+    ready=/health
+  fi
+  if wait_ready "http://127.0.0.1:$port" "$ready" "$pid"; then
+    bench_open "http://127.0.0.1:$port" "$dir" "$rate"
+  fi
+  stop_server "$pid"
+  if [[ -n $proxy ]]; then stop_server "$proxy"; fi
+  echo "after $(cut -d' ' -f1-3 /proc/loadavg)" >>"$dir/loadavg.txt"
+}

@@ -30,24 +30,11 @@ for rate in "${rates[@]}"; do
   for (( k = 0; k < n; k++ )); do
     cfg=${configs[$(( (k + i) % n ))]}
     dir=$out/rate-$rate/$cfg
-    mkdir -p "$dir"
-    echo "before $(cut -d' ' -f1-3 /proc/loadavg)" >"$dir/loadavg.txt"
-    if [[ $cfg == headroom-r4 ]]; then
-      pid=$(start_headroom $port "$dir/server.log" --scheduler continuous --kv paged --prefix-cache on)
-      ready=/ready
-    elif [[ $cfg == headroom-r4-df ]]; then
-      pid=$(start_headroom $port "$dir/server.log" --scheduler continuous --kv paged --prefix-cache on --priority decode-first)
-      ready=/ready
-    else
-      read -r pid proxy < <(start_llama $port "$dir/server.log")
-      ready=/health
-    fi
-    if wait_ready "http://127.0.0.1:$port" "$ready" "$pid"; then
-      bench_open "http://127.0.0.1:$port" "$dir" "$rate"
-    fi
-    stop_server "$pid"
-    [[ -n ${proxy:-} ]] && stop_server "$proxy" && proxy=
-    echo "after $(cut -d' ' -f1-3 /proc/loadavg)" >>"$dir/loadavg.txt"
+    case $cfg in
+      headroom-r4) run_peer $port "$dir" "$rate" headroom --scheduler continuous --kv paged --prefix-cache on ;;
+      headroom-r4-df) run_peer $port "$dir" "$rate" headroom --scheduler continuous --kv paged --prefix-cache on --priority decode-first ;;
+      *) run_peer $port "$dir" "$rate" llama-server ;;
+    esac
     echo "rate $rate $cfg done ($(tr '\n' ' ' <"$dir/loadavg.txt"))"
   done
   i=$((i + 1))

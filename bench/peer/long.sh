@@ -27,22 +27,7 @@ for seed in "${seeds[@]}"; do
     k=$((k + 1))
     for cfg in "${order[@]}"; do
       dir=$out/seed-$seed/rate-$rate/$cfg
-      mkdir -p "$dir"
-      echo "before $(cut -d' ' -f1-3 /proc/loadavg)" >"$dir/loadavg.txt"
-      proxy=
-      if [[ $cfg == headroom ]]; then
-        pid=$(start_headroom $port "$dir/server.log" --ctx-beyond-trained)
-        ready=/ready
-      else
-        read -r pid proxy < <(start_llama $port "$dir/server.log")
-        ready=/health
-      fi
-      if wait_ready "http://127.0.0.1:$port" "$ready" "$pid"; then
-        bench_open "http://127.0.0.1:$port" "$dir" "$rate"
-      fi
-      stop_server "$pid"
-      [[ -n $proxy ]] && stop_server "$proxy"
-      echo "after $(cut -d' ' -f1-3 /proc/loadavg)" >>"$dir/loadavg.txt"
+      if [[ $cfg == headroom ]]; then run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained; else run_peer $port "$dir" "$rate" llama-server; fi
       echo "seed $seed rate $rate $cfg done ($(tr '\n' ' ' <"$dir/loadavg.txt"))"
     done
   done
