@@ -59,14 +59,14 @@ export function buildLlama({ vendorDir, outDir, commit, mode, log }) {
   const libDir = join(outDir, 'bin');
   const stamp = { commit, flags: LLAMA_CMAKE_FLAGS };
   const want = JSON.stringify(stamp);
-  let have_ = '';
+  let built = '';
   try {
     const s = JSON.parse(readFileSync(stampPath, 'utf8'));
-    have_ = JSON.stringify({ commit: s.commit, flags: s.flags });
+    built = JSON.stringify({ commit: s.commit, flags: s.flags });
   } catch {
-    have_ = '';
+    built = '';
   }
-  if (have_ === want && existsSync(join(libDir, 'libllama.so'))) {
+  if (built === want && existsSync(join(libDir, 'libllama.so'))) {
     log(`llama.cpp ${commit.slice(0, 12)} already built for this CPU in native/llama-build (HEADROOM_LLAMA_BUILD=prebuilt uses the prebuilt libraries)`);
     return libDir;
   }
