@@ -12,6 +12,7 @@
 # Arms: off (admit all); conformal-95 / conformal-80 (the bound alone: --admission-headroom off);
 # conformal-95-headroom / conformal-80-headroom (the bound, then the shortcut);
 # conformal-95-headroom-half (the shortcut up to half the sequence slots instead of a quarter);
+# conformal-95-headroom-queue / conformal-80-headroom-queue (the shortcut also with requests waiting, reading the queue);
 # conformal-95-aci-headroom (ACI calibration instead of the rolling window, with the shortcut). Without ARTIFACT the
 # conformal arms use the online baseline from a cold start.
 # Output: $OUT/rate-<r>/<arm>/... with one seed, $OUT/seed-<s>/rate-<r>/<arm>/... with several;
@@ -38,6 +39,8 @@ declare -A flags=(
   [conformal-95-headroom]="--admission conformal --admission-guarantee 0.95 --admission-headroom on $extra"
   [conformal-80-headroom]="--admission conformal --admission-guarantee 0.8 --admission-headroom on $extra"
   [conformal-95-headroom-half]="--admission conformal --admission-guarantee 0.95 --admission-headroom on --admission-headroom-batch-share 0.5 $extra"
+  [conformal-95-headroom-queue]="--admission conformal --admission-guarantee 0.95 --admission-headroom on --admission-headroom-queue on $extra"
+  [conformal-80-headroom-queue]="--admission conformal --admission-guarantee 0.8 --admission-headroom on --admission-headroom-queue on $extra"
   [conformal-95-aci-headroom]="--admission conformal --admission-guarantee 0.95 --admission-calibration aci --admission-headroom on $extra"
 )
 read -r -a arms <<<"${ARMS:-off conformal-95 conformal-80}"

@@ -42,6 +42,8 @@ export interface AdmissionConfig {
   readonly headroom?: boolean;
   /** The shortcut's cap on the running batch, as a share of the sequence slots (0.25 by default). */
   readonly headroomBatchShare?: number;
+  /** The shortcut admits with a queue, reading it (false by default: only with nothing queued). */
+  readonly headroomQueue?: boolean;
   /** Where warnings go (default console.error). */
   readonly warn?: (msg: string) => void;
 }
@@ -99,6 +101,6 @@ export function createAdmissionController(c: AdmissionConfig): AdmissionControll
     alpha,
     e2e: new BoundModel(e2eBase, e2eCalibrator),
     ttft: new BoundModel(online(TTFT_COLUMNS), calibrator()),
-    ...(c.headroom === false ? {} : { headroom: new Headroom({ alpha, ...(c.headroomBatchShare === undefined ? {} : { maxRunningFraction: c.headroomBatchShare }) }) }),
+    ...(c.headroom === false ? {} : { headroom: new Headroom({ alpha, allowQueue: c.headroomQueue === true, ...(c.headroomBatchShare === undefined ? {} : { maxRunningFraction: c.headroomBatchShare }) }) }),
   });
 }

@@ -9,14 +9,18 @@
 //
 // The rule (all must hold; every input is an admission-time fact, from the feature vector):
 //   - the engine is warm (measured prefill and decode rates) and nothing is queued: no waiting
-//     request and no prompt work ahead of this one;
-//   - the running batch plus this request's choices stays at or under `maxRunning` (a quarter of the
-//     sequence slots by default: where, on the collected traces, requests still met their budget);
+//     request and no prompt work ahead of this one — or, with `allowQueue`, a queue is allowed and
+//     read instead: the waiting requests count as part of the batch, and the prompt work ahead of
+//     this request as part of its prefill;
+//   - the running batch (plus the waiting requests) plus this request's choices stays at or under
+//     `maxRunning` (a quarter of the sequence slots by default: where, on the collected traces,
+//     requests still met their budget);
 //   (no KV condition: blocks the prefix cache holds count as used in the snapshot though they are
 //   evictable — on the collected traces the free share fell to 0.2 on an engine running one request —
 //   and a request that does not fit waits, which the empty-queue condition sees);
-//   - margin × (its prefill at the measured prefill rate + max_tokens steps at the measured step
-//     time) fits the E2E budget, and margin × the prefill part fits the TTFT budget when one is asked.
+//   - margin × (its prefill, and the prompt work ahead of it, at the measured prefill rate +
+//     max_tokens steps at the measured step time) fits the E2E budget, and margin × the prefill part
+//     fits the TTFT budget when one is asked.
 //
 // The self-check: the shortcut is a predictor like any other and is held to the same promise. Every
 // request it admits reports back whether it met its budget; while the share of misses among the last
@@ -40,6 +44,8 @@ export interface HeadroomOptions {
   readonly minOutcomes?: number;
   /** While off, one probe per this many ms; 10,000 by default. */
   readonly probeEveryMs?: number;
+  /** Admit with a queue, reading it (waiting requests join the batch, work ahead the prefill); false by default. */
+  readonly allowQueue?: boolean;
 }
 
 /** The engine facts the rule reads besides the features. */
@@ -66,6 +72,7 @@ export class Headroom {
   readonly margin: number;
   readonly minOutcomes: number;
   readonly probeEveryMs: number;
+  readonly allowQueue: boolean;
   /** Ring of the last outcomes: 1 a miss, 0 met. */
   readonly #ring: Uint8Array;
   #next = 0;
@@ -78,7 +85,7 @@ export class Headroom {
   #numMissesTotal = 0;
 
   constructor(o: HeadroomOptions) {
-    const { alpha, maxRunningFraction = 0.25, margin = 1.5, window = 100, minOutcomes = 20, probeEveryMs = 10_000 } = o;
+    const { alpha, maxRunningFraction = 0.25, margin = 1.5, window = 100, minOutcomes = 20, probeEveryMs = 10_000, allowQueue = false } = o;
     if (!(alpha > 0 && alpha < 1)) throw new RangeError(`Headroom: expected alpha in (0, 1), got ${String(alpha)}`);
     if (!(maxRunningFraction > 0 && maxRunningFraction <= 1)) throw new RangeError(`Headroom: expected maxRunningFraction in (0, 1], got ${String(maxRunningFraction)}`);
     if (!(margin >= 1 && Number.isFinite(margin))) throw new RangeError(`Headroom: expected margin ≥ 1, got ${String(margin)}`);
@@ -90,6 +97,7 @@ export class Headroom {
     this.margin = margin;
     this.minOutcomes = minOutcomes;
     this.probeEveryMs = probeEveryMs;
+    this.allowQueue = allowQueue;
     this.#ring = new Uint8Array(window);
   }
 
@@ -105,9 +113,9 @@ export class Headroom {
   estimate(x: Float64Array, view: HeadroomView): { e2eMs: number; ttftMs: number } | null {
     const prefillRate = x[PREFILL_RATE]!;
     if (!(prefillRate > 0) || !(x[DECODE_RATE]! > 0) || !(x[STEP_MS]! > 0)) return null;
-    if (x[WAITING]! !== 0 || x[WORK_AHEAD]! !== 0) return null;
-    if (x[RUNNING]! + x[CHOICES]! > Math.max(1, Math.floor(view.maxSequences * this.maxRunningFraction))) return null;
-    const ttftMs = (1000 * x[NEW_PREFILL]!) / prefillRate;
+    if (!this.allowQueue && (x[WAITING]! !== 0 || x[WORK_AHEAD]! !== 0)) return null;
+    if (x[RUNNING]! + x[WAITING]! + x[CHOICES]! > Math.max(1, Math.floor(view.maxSequences * this.maxRunningFraction))) return null;
+    const ttftMs = (1000 * (x[WORK_AHEAD]! + x[NEW_PREFILL]!)) / prefillRate;
     return { e2eMs: this.margin * (ttftMs + x[MAX_TOKENS]! * x[STEP_MS]!), ttftMs: this.margin * ttftMs };
   }
 
@@ -149,6 +157,7 @@ export class Headroom {
       windowSize: this.#size,
       maxRunningFraction: this.maxRunningFraction,
       margin: this.margin,
+      allowQueue: this.allowQueue,
     };
   }
 }

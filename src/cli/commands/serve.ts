@@ -72,6 +72,7 @@ interface ServeFlags {
   admissionAllowMismatch: boolean;
   admissionHeadroom: 'on' | 'off';
   admissionHeadroomBatchShare: string;
+  admissionHeadroomQueue: 'on' | 'off';
   logLevel: LogLevel;
   logFormat: LogFormat;
   logPrompts: boolean;
@@ -135,6 +136,7 @@ export function registerServeCommand(program: Command): void {
     .addOption(new Option('--kv <mode>', 'KV accounting').choices(['paged', 'contiguous']).default('paged'))
     .addOption(new Option('--prefix-cache <on|off>', 'radix prefix cache (paged KV only)').choices(['on', 'off']).default('on'))
     .option('--admission-headroom-batch-share <share>', 'the shortcut admits only while the running batch, with the request, fills at most this share of the sequence slots, (0, 1]', '0.25')
+    .addOption(new Option('--admission-headroom-queue <on|off>', "the shortcut admits with requests waiting, counting them in the batch and their prompt work in this request's prefill ('off': only with nothing queued)").choices(['on', 'off']).default('off'))
     .option('--block-size <tokens>', 'KV block size', '16')
     .option('--cache-max-fraction <f>', 'most of the KV pool idle cached prefixes may keep, (0, 1]', '1')
     .addOption(new Option('--cache-retain <what>', "what the prefix cache keeps of a computed prompt: 'seen' (the part an earlier prompt also had; a retained unique prompt slows every decode) or 'all'").choices(['seen', 'all']).default('seen'))
@@ -310,7 +312,7 @@ function flowOption(f: ServeFlags): { flow?: FlowController } {
 async function admissionConfig(f: ServeFlags): Promise<AdmissionConfig> {
   const guarantee = Number(f.admissionGuarantee);
   if (!(guarantee > 0 && guarantee < 1)) throw new StartupError(`--admission-guarantee: expected a number in (0, 1), got '${f.admissionGuarantee}'`);
-  const base: AdmissionConfig = { mode: f.admission, guarantee, calibration: f.admissionCalibration, allowMismatch: f.admissionAllowMismatch, headroom: f.admissionHeadroom === 'on', headroomBatchShare: share('admission-headroom-batch-share', f.admissionHeadroomBatchShare) };
+  const base: AdmissionConfig = { mode: f.admission, guarantee, calibration: f.admissionCalibration, allowMismatch: f.admissionAllowMismatch, headroom: f.admissionHeadroom === 'on', headroomBatchShare: share('admission-headroom-batch-share', f.admissionHeadroomBatchShare), headroomQueue: f.admissionHeadroomQueue === 'on' };
   if (f.admissionArtifact === undefined) return base;
   if (!existsSync(f.admissionArtifact)) throw new StartupError(`admission artifact not found: ${f.admissionArtifact}`);
   // What the artifact must have been fitted on: this runner, this model file, this machine.

@@ -61,6 +61,19 @@ describe('Headroom rule', () => {
     assert.equal(h.decide(features(), null, 60_000, null, 0), 'no_room', 'no engine view');
   });
 
+  it('with allowQueue, reads the queue: waiting requests join the batch, the work ahead joins the prefill', () => {
+    const q = new Headroom({ alpha: 0.05, allowQueue: true });
+    const e = q.estimate(features({ waiting: 1, prompt_work_ahead: 600 }), VIEW)!;
+    // (600 + 200) / 2000 s + 100 × 10 ms = 1.4 s, × 1.5.
+    assert.ok(Math.abs(e.e2eMs - 2100) < 1e-9, String(e.e2eMs));
+    assert.ok(Math.abs(e.ttftMs - 600) < 1e-9, String(e.ttftMs));
+    assert.equal(q.decide(features({ waiting: 1, prompt_work_ahead: 600 }), VIEW, 2100, null, 0), 'admit');
+    assert.equal(q.decide(features({ waiting: 1, prompt_work_ahead: 600 }), VIEW, 2099, null, 0), 'no_room', 'the work ahead pushes it over');
+    assert.equal(q.decide(features({ running: 2, waiting: 1 }), VIEW, 60_000, null, 0), 'admit', '2 + 1 + 1 ≤ 16/4');
+    assert.equal(q.decide(features({ running: 2, waiting: 2 }), VIEW, 60_000, null, 0), 'no_room', 'the waiting count against the batch cap');
+    assert.equal(h.decide(features({ running: 2, waiting: 1 }), VIEW, 60_000, null, 0), 'no_room', 'without allowQueue a queue refuses');
+  });
+
   it('property: an admitted request always has its margin-inflated estimate inside its budget and an empty queue', () => {
     fc.assert(
       fc.property(
