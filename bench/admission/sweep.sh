@@ -14,7 +14,8 @@
 # conformal-95-headroom-half (the shortcut up to half the sequence slots instead of a quarter);
 # conformal-95-headroom-queue / conformal-80-headroom-queue (the shortcut also with requests waiting, reading the queue);
 # conformal-95-aci-headroom (ACI calibration instead of the rolling window, with the shortcut). Without ARTIFACT the
-# conformal arms use the online baseline from a cold start.
+# conformal arms use the online baseline from a cold start; online-95-headroom always does (what `headroom serve`
+# runs with no flags: the online baseline, rolling calibration, the shortcut).
 # Output: $OUT/rate-<r>/<arm>/... with one seed, $OUT/seed-<s>/rate-<r>/<arm>/... with several;
 # each run folder holds records.parquet, meta.json, summary.json, stats.json, trace.jsonl, server.log.
 set -euo pipefail
@@ -41,6 +42,7 @@ declare -A flags=(
   [conformal-95-headroom-half]="--admission conformal --admission-guarantee 0.95 --admission-headroom on --admission-headroom-batch-share 0.5 $extra"
   [conformal-95-headroom-queue]="--admission conformal --admission-guarantee 0.95 --admission-headroom on --admission-headroom-queue on $extra"
   [conformal-80-headroom-queue]="--admission conformal --admission-guarantee 0.8 --admission-headroom on --admission-headroom-queue on $extra"
+  [online-95-headroom]="--admission conformal --admission-guarantee 0.95 --admission-headroom on"
   [conformal-95-aci-headroom]="--admission conformal --admission-guarantee 0.95 --admission-calibration aci --admission-headroom on $extra"
 )
 read -r -a arms <<<"${ARMS:-off conformal-95 conformal-80}"
@@ -59,6 +61,7 @@ for rate in "${rates[@]}"; do
     if wait_ready "http://127.0.0.1:$port" /ready "$pid"; then
       SEED=$seed WORKLOAD=$WORKLOAD bench_open "http://127.0.0.1:$port" "$dir" "$rate"
       curl -sf "http://127.0.0.1:$port/stats" >"$dir/stats.json" || true
+      curl -sf "http://127.0.0.1:$port/metrics" >"$dir/metrics.txt" || true
     fi
     stop_server "$pid"
     echo "seed $seed rate $rate $arm done"

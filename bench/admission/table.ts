@@ -27,7 +27,12 @@ interface Run {
   readonly s: Summary;
   /** Admitted choice-0 rows inside their bound / with an outcome that can tell. */
   readonly coverage: number;
+  /** The rows behind `coverage`: covered of n. */
+  readonly covered: number;
+  readonly n: number;
   readonly headroom: number;
+  /** The upper edge of the decision-time histogram bucket holding its p99, µs (NaN: no metrics.txt). */
+  readonly decisionP99Us: number;
   readonly windows: string;
 }
 
@@ -52,7 +57,7 @@ for (const { seed, dir: seedDir } of layouts) {
       runs.set(rate, byArm);
       const list = byArm.get(arm) ?? [];
       byArm.set(arm, list);
-      list.push({ seed, s, ...traceFacts(join(dir, 'trace.jsonl')), headroom: headroomCount(join(dir, 'stats.json')) });
+      list.push({ seed, s, ...traceFacts(join(dir, 'trace.jsonl')), headroom: headroomCount(join(dir, 'stats.json')), decisionP99Us: decisionP99(join(dir, 'metrics.txt')) });
     }
   }
 }
@@ -79,6 +84,18 @@ for (const [k, g] of offBySeed) {
 }
 const ratioFmt = (x: number): string => (Number.isFinite(x) ? x.toFixed(2) : Number.isNaN(x) ? '-' : '∞');
 
+/** Wilson score interval for k of n at 95%, as "p [lo, hi]" in percent. */
+const wilson = (k: number, n: number): string => {
+  if (n === 0) return '-';
+  const z = 1.96;
+  const p = k / n;
+  const d = 1 + (z * z) / n;
+  const c = (p + (z * z) / (2 * n)) / d;
+  const h = (z * Math.sqrt((p * (1 - p)) / n + (z * z) / (4 * n * n))) / d;
+  return `${(100 * p).toFixed(1)}% [${(100 * (c - h)).toFixed(1)}, ${(100 * (c + h)).toFixed(1)}] of ${n}`;
+};
+const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
+
 const rows: string[] = [];
 for (const rate of [...runs.keys()].sort((a, b) => Number(a) - Number(b))) {
   const byArm = runs.get(rate)!;
@@ -87,7 +104,7 @@ for (const rate of [...runs.keys()].sort((a, b) => Number(a) - Number(b))) {
     const ratio = rs.map((r) => r.s.request_goodput / (offBySeed.get(`${r.seed}/${rate}`) ?? NaN));
     const ratioPeak = rs.map((r) => r.s.request_goodput / (offPeak.get(r.seed) ?? NaN));
     rows.push(
-      `| ${rate} | ${arm} | ${rs.length} | ${cell(rs.map((r) => r.s.offered_rate), f2)} | ${cell(rs.map((r) => r.s.request_goodput), f2)} | ${cell(ratio, ratioFmt)} | ${cell(ratioPeak, ratioFmt)} | ${cell(rs.map((r) => r.s.p99_e2el_ms ?? NaN), sec)} | ${cell(rs.map((r) => r.s.shed_rate), pct)} | ${cell(rs.map((r) => r.s.slo_attainment_admitted), pct)} | ${cell(rs.map((r) => r.coverage), pct)} | ${cell(rs.map((r) => r.headroom), (x) => (Number.isNaN(x) ? '-' : x.toFixed(0)))} | ${rs.map((r) => r.s.num_timeouts).join(' ')} | ${rs.map((r) => r.windows).join(' / ')} |`,
+      `| ${rate} | ${arm} | ${rs.length} | ${cell(rs.map((r) => r.s.offered_rate), f2)} | ${cell(rs.map((r) => r.s.request_goodput), f2)} | ${cell(ratio, ratioFmt)} | ${cell(ratioPeak, ratioFmt)} | ${cell(rs.map((r) => r.s.p99_e2el_ms ?? NaN), sec)} | ${cell(rs.map((r) => r.s.shed_rate), pct)} | ${cell(rs.map((r) => r.s.slo_attainment_admitted), pct)} | ${cell(rs.map((r) => r.coverage), pct)} | ${wilson(sum(rs.map((r) => r.covered)), sum(rs.map((r) => r.n)))} | ${cell(rs.map((r) => r.decisionP99Us), (x) => (Number.isNaN(x) ? '-' : `≤ ${x.toFixed(0)}`))} | ${cell(rs.map((r) => r.headroom), (x) => (Number.isNaN(x) ? '-' : x.toFixed(0)))} | ${rs.map((r) => r.s.num_timeouts).join(' ')} | ${rs.map((r) => r.windows).join(' / ')} |`,
     );
   }
 }
@@ -99,22 +116,25 @@ ${layouts.length > 1 ? `Seeds: ${layouts.map((l) => l.seed).join(', ')}; each ce
 Columns: goodput is requests/s finished inside the SLO; p99 E2E is over served requests; "inside SLO" is the share of admitted
 requests that finished inside their budget (the guarantee's subject); "inside bound" is online coverage, the share of admitted
 requests whose latency was inside the bound they were admitted on (a request admitted with no bound, or by the under-capacity
-shortcut past its bound, counts as covered only if it beat that bound); "headroom" is how many the shortcut admitted.
+shortcut past its bound, counts as covered only if it beat that bound); "pooled" is the same over every seed's rows together,
+with its 95% Wilson interval; "decision p99" is the upper edge of the server's \`headroom_admission_decision_seconds\` histogram
+bucket (×2 apart) that holds the p99 of the decision time (snapshot, features and verdict), µs; "headroom" is how many the
+shortcut admitted.
 
-| rate (req/s) | arm | seeds | offered | goodput at SLO (req/s) | goodput / off here | goodput / off's peak | p99 E2E served (s) | refused | admitted inside SLO | admitted inside bound | headroom admits | client timeouts | admitted per 10 s window |
-|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
+| rate (req/s) | arm | seeds | offered | goodput at SLO (req/s) | goodput / off here | goodput / off's peak | p99 E2E served (s) | refused | admitted inside SLO | admitted inside bound | inside bound, pooled | decision p99 (µs) | headroom admits | client timeouts | admitted per 10 s window |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
 ${rows.join('\n')}
 `);
 
 /** From the server's trace (choice 0 rows): online coverage of the bound, and admitted per 10 s window "a b c …". */
-function traceFacts(path: string): { coverage: number; windows: string } {
-  if (!existsSync(path)) return { coverage: NaN, windows: '-' };
+function traceFacts(path: string): { coverage: number; covered: number; n: number; windows: string } {
+  if (!existsSync(path)) return { coverage: NaN, covered: 0, n: 0, windows: '-' };
   const rows = readFileSync(path, 'utf8')
     .trim()
     .split('\n')
     .filter((l) => l.length > 0)
     .map((l) => JSON.parse(l) as { arrival_ms: number; admitted: boolean; choice: number; bound_ms: number | null; e2e_ms: number | null; censored: boolean });
-  if (rows.length === 0) return { coverage: NaN, windows: '-' };
+  if (rows.length === 0) return { coverage: NaN, covered: 0, n: 0, windows: '-' };
   const t0 = Math.min(...rows.map((r) => r.arrival_ms));
   const bins: number[] = [];
   let n = 0;
@@ -129,7 +149,21 @@ function traceFacts(path: string): { coverage: number; windows: string } {
     n++;
     if (inside) covered++;
   }
-  return { coverage: n === 0 ? NaN : covered / n, windows: Array.from(bins, (x) => x ?? 0).join(' ') };
+  return { coverage: n === 0 ? NaN : covered / n, covered, n, windows: Array.from(bins, (x) => x ?? 0).join(' ') };
+}
+
+/** The p99 bucket's upper edge of the decision-time histogram in a /metrics scrape, µs. */
+function decisionP99(path: string): number {
+  if (!existsSync(path)) return NaN;
+  const buckets: [number, number][] = [];
+  for (const line of readFileSync(path, 'utf8').split('\n')) {
+    const m = /^headroom_admission_decision_seconds_bucket\{le="([^"]+)"\} (\d+)/.exec(line);
+    if (m !== null) buckets.push([m[1] === '+Inf' ? Infinity : Number(m[1]), Number(m[2])]);
+  }
+  const total = buckets.at(-1)?.[1] ?? 0;
+  if (total === 0) return NaN;
+  const hit = buckets.find(([, c]) => c >= 0.99 * total)!;
+  return hit[0] * 1e6;
 }
 
 /** Requests the under-capacity shortcut admitted, from the server's /stats at the end of the run. */

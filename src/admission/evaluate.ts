@@ -9,13 +9,22 @@
 //      requests whose bound fits the SLO (what each would admit).
 // Coverage cannot tell a good model from a useless one — all of them cover; the width is the
 // comparison that matters, because half the bound is twice the admitted load at a fixed SLO.
+//
+// Scores: absolute (y − ŷ), ratio (log1p space) and scaled ((y − ŷ)/σ̂ with σ̂ the spread between the
+// model at its level and the same model at the median, floored): a locally weighted score.
+//
+// One fold assignment is one draw. The unit of exchangeability is a collection round (its arrival
+// realization decides whether a block near saturation collapses), so a single test round's coverage
+// varies far more than its row-level Wilson interval says. `evaluateRotations` repeats the whole
+// evaluation with every round as the test round once and pools the counts: conformal's guarantee is
+// an expectation over calibration draws, and the pooled coverage estimates it.
 
 import type { Dataset } from './dataset.ts';
 import { holdOutSlice, splitFolds } from './conformal/folds.ts';
 import type { GroupKey } from './conformal/folds.ts';
 import { calibrate } from './conformal/quantile.ts';
 import type { Score } from './conformal/score.ts';
-import { absoluteScore, ratioScore } from './conformal/score.ts';
+import { absoluteScore, ratioScore, scaledScore } from './conformal/score.ts';
 import type { Candidate } from './conformal/select.ts';
 import { selectScoreAndLevel } from './conformal/select.ts';
 import type { QuantilePredictor } from './predictor/predictor.ts';
@@ -48,10 +57,15 @@ export interface EvaluationRow {
   readonly coverage: number;
   readonly coverageLow: number;
   readonly coverageHigh: number;
+  /** Test rows with latency ≤ bound (0 when uncalibrated). */
+  readonly numCovered: number;
   readonly meanBoundMs: number;
   readonly medianBoundMs: number;
   /** Share of test rows whose bound fits the SLO: what the controller would admit. */
   readonly admitShare: number;
+  /** Test rows whose bound fits the SLO, and of those the ones that finished inside it. */
+  readonly numAdmitted: number;
+  readonly numAdmittedInsideSlo: number;
 }
 
 export interface Evaluation {
@@ -65,7 +79,12 @@ interface Row {
   readonly i: number;
 }
 
-const SCORES: readonly Score[] = [absoluteScore, ratioScore];
+/** σ̂ floor for the scaled score, ms: a near-zero spread would let the narrowest interval set the quantile. */
+const SCALE_FLOOR_MS = 50;
+const scaled = scaledScore();
+const SCORES: readonly Score[] = [absoluteScore, ratioScore, scaled];
+/** The level of the second model whose distance to the first is σ̂. */
+const SPREAD_LEVEL = 0.5;
 const PROVENANCE = { runner: 'evaluation', modelSha256: '-', machine: '-', command: 'evaluate', createdAt: new Date(0).toISOString() };
 
 export function evaluate(ds: Dataset, o: EvaluateOptions): Evaluation {
@@ -84,7 +103,7 @@ export function evaluate(ds: Dataset, o: EvaluateOptions): Evaluation {
   if (folds.train.groups.length >= 3) {
     const split = holdOutSlice(folds.train, folds.train.groups.slice(-2));
     const fitted = levels.map((level) => ({ level, p: fit(split.fit.rows, { kind: 'gbdt' }, level) }));
-    const candidates: Candidate<Row>[] = fitted.flatMap(({ level, p }) => SCORES.map((score) => ({ score, level, predict: (r: Row) => ({ yhat: Math.max(0, p.predict(xOf(r.i))) }) })));
+    const candidates: Candidate<Row>[] = fitted.flatMap(({ level, p }) => [absoluteScore, ratioScore].map((score) => ({ score, level, predict: (r: Row) => ({ yhat: Math.max(0, p.predict(xOf(r.i))) }) })));
     const alpha = Math.min(...o.alphas);
     const sel = selectScoreAndLevel(split.heldOut, candidates, { alpha, latencyOf: (r) => ds.y[r.i]!, minN: Math.min(minN, Math.floor(split.heldOut.rows.length / 4)) });
     if (sel.chosen !== null) chosen = { score: sel.chosen.score, level: sel.chosen.level };
@@ -99,12 +118,19 @@ export function evaluate(ds: Dataset, o: EvaluateOptions): Evaluation {
   ];
   const out: EvaluationRow[] = [];
   let importance: Evaluation['importance'] = null;
+  const trainX = folds.train.rows.map((r) => xOf(r.i));
+  const trainY = folds.train.rows.map((r) => ds.y[r.i]!);
   for (const { name, spec } of specs) {
-    const t = train({ featureNames: ds.featureNames, X: folds.train.rows.map((r) => xOf(r.i)), y: folds.train.rows.map((r) => ds.y[r.i]!), quantile: chosen.level, model: spec, provenance: PROVENANCE });
+    const t = train({ featureNames: ds.featureNames, X: trainX, y: trainY, quantile: chosen.level, model: spec, provenance: PROVENANCE });
+    const mid = train({ featureNames: ds.featureNames, X: trainX, y: trainY, quantile: SPREAD_LEVEL, model: spec, provenance: PROVENANCE }).predictor;
     if (name === 'gbdt') importance = t.importance?.map((f) => ({ feature: f.feature, share: f.share })) ?? null;
-    const yhatOf = (r: Row): number => Math.max(0, t.predictor.predict(xOf(r.i)));
-    const cal = folds.calibration.rows.map((r) => ({ yhat: yhatOf(r), y: ds.y[r.i]! }));
-    const test = folds.test.rows.map((r) => ({ yhat: yhatOf(r), y: ds.y[r.i]! }));
+    const at = (r: Row): { yhat: number; y: number; aux: number } => {
+      const x = xOf(r.i);
+      const yhat = Math.max(0, t.predictor.predict(x));
+      return { yhat, y: ds.y[r.i]!, aux: Math.max(SCALE_FLOOR_MS, yhat - Math.max(0, mid.predict(x))) };
+    };
+    const cal = folds.calibration.rows.map(at);
+    const test = folds.test.rows.map(at);
     for (const score of SCORES) {
       for (const alpha of o.alphas) out.push(measure(name, score, chosen.level, alpha, cal, test, o.sloMs, minN));
     }
@@ -112,12 +138,15 @@ export function evaluate(ds: Dataset, o: EvaluateOptions): Evaluation {
   return { selection, rows: out, numTrain: folds.train.rows.length, importance };
 }
 
-function measure(predictor: EvaluationRow['predictor'], score: Score, level: number, alpha: number, cal: readonly { yhat: number; y: number }[], test: readonly { yhat: number; y: number }[], sloMs: number, minN: number): EvaluationRow {
+type Pair = { readonly yhat: number; readonly y: number; readonly aux: number };
+
+function measure(predictor: EvaluationRow['predictor'], score: Score, level: number, alpha: number, cal: readonly Pair[], test: readonly Pair[], sloMs: number, minN: number): EvaluationRow {
   const c = calibrate(cal, score, { alpha, minN });
   const base = { predictor, score: score.name, level, alpha, numCalibration: cal.length, numTest: test.length };
-  if (c.status !== 'calibrated' || test.length === 0) return { ...base, coverage: NaN, coverageLow: NaN, coverageHigh: NaN, meanBoundMs: NaN, medianBoundMs: NaN, admitShare: 0 };
-  const bounds = test.map((t) => score.bound(t.yhat, c.q));
+  if (c.status !== 'calibrated' || test.length === 0) return { ...base, coverage: NaN, coverageLow: NaN, coverageHigh: NaN, numCovered: 0, meanBoundMs: NaN, medianBoundMs: NaN, admitShare: 0, numAdmitted: 0, numAdmittedInsideSlo: 0 };
+  const bounds = test.map((t) => score.bound(t.yhat, c.q, t.aux));
   const covered = test.filter((t, i) => t.y <= bounds[i]!).length;
+  const admitted = test.filter((_, i) => bounds[i]! <= sloMs);
   const [lo, hi] = wilson(covered, test.length);
   const sorted = [...bounds].sort((a, b) => a - b);
   return {
@@ -125,10 +154,86 @@ function measure(predictor: EvaluationRow['predictor'], score: Score, level: num
     coverage: covered / test.length,
     coverageLow: lo,
     coverageHigh: hi,
+    numCovered: covered,
     meanBoundMs: bounds.reduce((s, b) => s + b, 0) / bounds.length,
     medianBoundMs: sorted[Math.floor(sorted.length / 2)]!,
-    admitShare: bounds.filter((b) => b <= sloMs).length / bounds.length,
+    admitShare: admitted.length / bounds.length,
+    numAdmitted: admitted.length,
+    numAdmittedInsideSlo: admitted.filter((t) => t.y <= sloMs).length,
   };
+}
+
+export interface Rotation {
+  readonly test: string;
+  readonly calibration: readonly string[];
+  readonly train: readonly string[];
+  readonly evaluation: Evaluation;
+}
+
+/** One pooled row: a (predictor, score, α) cell summed over the rotations. */
+export interface PooledRow {
+  readonly predictor: EvaluationRow['predictor'];
+  readonly score: string;
+  readonly alpha: number;
+  readonly numTest: number;
+  readonly numCovered: number;
+  /** Pooled coverage and its Wilson 95% interval (over rows: it understates the between-round spread, given beside it). */
+  readonly coverage: number;
+  readonly coverageLow: number;
+  readonly coverageHigh: number;
+  /** The lowest and highest single-rotation coverage. */
+  readonly rotationMin: number;
+  readonly rotationMax: number;
+  /** Mean bound over every test row of every rotation, ms. */
+  readonly meanBoundMs: number;
+  readonly admitShare: number;
+  readonly numAdmitted: number;
+  readonly numAdmittedInsideSlo: number;
+}
+
+/**
+ * Every round the test round once: the calibration rounds are the `numCalibration` rounds after it
+ * (cyclically), the training rounds the rest. Needs at least numCalibration + 2 rounds.
+ */
+export function evaluateRotations(ds: Dataset, rounds: readonly string[], numCalibration: number, o: Omit<EvaluateOptions, 'train' | 'calibration' | 'test'>, blocksOf: (rounds: readonly string[]) => GroupKey[]): { rotations: Rotation[]; pooled: PooledRow[] } {
+  const k = rounds.length;
+  if (!Number.isSafeInteger(numCalibration) || numCalibration < 1 || k < numCalibration + 2) throw new Error(`evaluateRotations: need at least ${numCalibration + 2} rounds for ${numCalibration} calibration round(s), got ${k}`);
+  const rotations: Rotation[] = rounds.map((test, t) => {
+    const calibration = Array.from({ length: numCalibration }, (_, j) => rounds[(t + 1 + j) % k]!);
+    const train = rounds.filter((r) => r !== test && !calibration.includes(r));
+    return { test, calibration, train, evaluation: evaluate(ds, { ...o, train: blocksOf(train), calibration: blocksOf(calibration), test: blocksOf([test]) }) };
+  });
+  const cells = new Map<string, EvaluationRow[]>();
+  for (const r of rotations) {
+    for (const row of r.evaluation.rows) {
+      const key = `${row.predictor}/${row.score}/${row.alpha}`;
+      cells.set(key, [...(cells.get(key) ?? []), row]);
+    }
+  }
+  const pooled = [...cells.values()].map((rows): PooledRow => {
+    const numTest = rows.reduce((a, r) => a + r.numTest, 0);
+    const numCovered = rows.reduce((a, r) => a + r.numCovered, 0);
+    const [lo, hi] = numTest === 0 ? [NaN, NaN] : wilson(numCovered, numTest);
+    const each = rows.map((r) => r.coverage);
+    const numAdmitted = rows.reduce((a, r) => a + r.numAdmitted, 0);
+    return {
+      predictor: rows[0]!.predictor,
+      score: rows[0]!.score,
+      alpha: rows[0]!.alpha,
+      numTest,
+      numCovered,
+      coverage: numCovered / numTest,
+      coverageLow: lo,
+      coverageHigh: hi,
+      rotationMin: Math.min(...each),
+      rotationMax: Math.max(...each),
+      meanBoundMs: rows.reduce((a, r) => a + r.meanBoundMs * r.numTest, 0) / numTest,
+      admitShare: numAdmitted / numTest,
+      numAdmitted,
+      numAdmittedInsideSlo: rows.reduce((a, r) => a + r.numAdmittedInsideSlo, 0),
+    };
+  });
+  return { rotations, pooled };
 }
 
 /** Wilson score interval at 95% for k successes in n. */

@@ -26,6 +26,7 @@ import type { Backend, Generation, GenerationJob } from '../backend/backend.ts';
 import type { Refusal } from '../backend/refusal.ts';
 import { REFUSALS } from '../backend/refusal.ts';
 import type { RequestTimeline } from '../engine/outputs.ts';
+import type { EngineSnapshot } from '../engine/snapshot.ts';
 import type { FlowControl, FlowRequest, FlowTicket } from '../flow/flow-control.ts';
 import { PRIORITY_HEADER } from '../flow/priority.ts';
 import type { Observability } from '../obs/observability.ts';
@@ -74,8 +75,9 @@ interface Call {
   readonly controller: AbortController;
   /** Set when the drain deadline cut the request: the error its client gets. */
   cutMessage: string | null;
-  /** What admission saw (empty when neither admission nor the trace reads it), and what it decided. */
-  readonly features: Float64Array;
+  /** What admission saw (empty, and no snapshot, when neither admission nor the trace reads it), and what it decided. */
+  features: Float64Array;
+  snapshot: EngineSnapshot | null;
   decision: AdmissionDecision | null;
   /** For the request log line; also its HTTP request id, for traces. */
   readonly facts: RequestFacts;
@@ -134,22 +136,22 @@ export class CompletionsHandler {
         ttftBudgetMs: prepared.ttftBudgetMs,
       };
       const traceparent = typeof req.headers.traceparent === 'string' ? req.headers.traceparent : undefined;
-      // The snapshot (a sort of the held requests when stale) and the features only when someone reads them.
-      const wanted = this.#d.admission.needsFeatures || this.#d.trace !== null;
-      const snapshot = wanted ? backend.snapshot() : null;
-      const features = wanted ? extractFeatures(ctx, snapshot, new Float64Array(NUM_FEATURES)) : NO_FEATURES;
-      const call: Call = { id, prepared, ctx, traceparent, controller, cutMessage: null, features, decision: null, facts, httpRequestId: req.id };
+      const call: Call = { id, prepared, ctx, traceparent, controller, cutMessage: null, features: NO_FEATURES, snapshot: null, decision: null, facts, httpRequestId: req.id };
 
       const inputTokens = prepared.promptTokens.length;
       ticket ??= await this.#enter({ caller: facts.caller, band, inputTokens, totalTokens: inputTokens + prepared.n * prepared.maxTokens }, facts, controller.signal, call);
+      // The decision, timed whole: the engine's state as of now (a wait in the flow-control queue
+      // changes it), the features, and the controller's verdict.
       const decideStart = performance.now();
+      this.#see(call);
       if (bypass) {
         // No decision: the controller neither refuses it nor learns from it.
         facts.bypass = true;
         this.#d.obs?.metrics?.admissionBypassed(facts.caller.tenant);
       } else {
-        const decision = this.#d.admission.decide(ctx, snapshot, features);
+        const decision = this.#d.admission.decide(ctx, call.snapshot, call.features);
         call.decision = decision;
+        this.#d.obs?.admissionDecided(performance.now() - decideStart);
         if (!decision.admit) this.#refuse(call, decision.refusal);
       }
       // A drain deadline cuts the request: its client gets an error, the backend lets it go.
@@ -160,7 +162,6 @@ export class CompletionsHandler {
       });
       if (untrack !== undefined) reply.raw.on('close', untrack);
       const started = backend.generate(this.#job(call), call.controller.signal);
-      this.#d.obs?.admissionDecided(performance.now() - decideStart);
       if (!started.ok) this.#refuse(call, started.refusal);
       const frame = request.framing(id, Math.floor(Date.now() / 1000), prepared);
       if (prepared.stream) await this.#stream(call, started.generation, frame, reply);
@@ -174,7 +175,10 @@ export class CompletionsHandler {
   async #enter(r: FlowRequest, facts: RequestFacts, signal: AbortSignal, call?: Call): Promise<FlowTicket> {
     const got = await this.#d.flow.acquire(r, signal);
     if (got.ok) return got.ticket;
-    if (call !== undefined) this.#refuse(call, got.refusal);
+    if (call !== undefined) {
+      this.#see(call);
+      this.#refuse(call, got.refusal);
+    }
     // Before tokenizing there is no timeline to trace yet: the refusal is counted and logged.
     facts.refusal = got.refusal.reason;
     this.#d.obs?.metrics?.refused(got.refusal.reason);
@@ -184,6 +188,13 @@ export class CompletionsHandler {
   #job(call: Call): GenerationJob {
     const p = call.prepared;
     return { id: call.id, promptTokens: p.promptTokens, maxTokens: p.maxTokens, sampling: p.sampling, ignoreEos: p.ignoreEos, n: p.n, arrivalMs: call.ctx.arrivalMs, sloMs: p.sloMs };
+  }
+
+  /** The engine snapshot (a sort of the held requests when stale) and the features, only when admission or the trace reads them. */
+  #see(call: Call): void {
+    if (!this.#d.admission.needsFeatures && this.#d.trace === null) return;
+    call.snapshot = this.#d.backend.snapshot();
+    call.features = extractFeatures(call.ctx, call.snapshot, new Float64Array(NUM_FEATURES));
   }
 
   #refuse(call: Call, r: Refusal): never {

@@ -46,6 +46,9 @@ test('a bound over the budget is refused with 503 slo_unattainable and Retry-Aft
     const stats = (await (await request(`${server.url}/stats`)).body.json()) as { admission: { numRefused: number; reasons: Record<string, number> } };
     assert.equal(stats.admission.numRefused, 1);
     assert.equal(stats.admission.reasons['over_budget'], 1);
+    // Every decision is timed, refusals included: the busy request, the refused one, the served one.
+    const metrics = await (await request(`${server.url}/metrics`)).body.text();
+    assert.match(metrics, /^headroom_admission_decision_seconds_count 3$/m);
     await (await busy).body.text();
   } finally {
     await server.close();

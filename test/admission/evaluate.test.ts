@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Dataset } from '../../src/admission/dataset.ts';
 import { blocksOf } from '../../src/admission/dataset.ts';
-import { evaluate, wilson } from '../../src/admission/evaluate.ts';
+import { evaluate, evaluateRotations, wilson } from '../../src/admission/evaluate.ts';
 import { FEATURE_NAMES, NUM_FEATURES } from '../../src/admission/features.ts';
 import { Rng } from '../../src/util/rng.ts';
 
@@ -51,6 +51,34 @@ test('offline evaluation: every predictor covers; the GBDT bound is narrower tha
   const admits = (p: string) => ev.rows.find((r) => r.predictor === p && r.score === 'ratio' && r.alpha === 0.1)!.admitShare;
   assert.ok(admits('gbdt') > admits('constant') + 0.2, `at a 3 s SLO the GBDT bound admits ${admits('gbdt').toFixed(2)}, the constant ${admits('constant').toFixed(2)}`);
   assert.ok(ev.importance !== null && ev.importance.length === NUM_FEATURES);
+});
+
+test('rotations: every round tested once, calibration rounds after it, pooled counts are the sums, and pooled coverage holds', () => {
+  const ds = synthetic(5);
+  const rounds = ['0', '1', '2', '3'];
+  const { rotations, pooled } = evaluateRotations(ds, rounds, 2, { alphas: [0.2, 0.05], sloMs: 3000 }, (r) => blocksOf(ds, r));
+  assert.deepEqual(
+    rotations.map((r) => [r.test, r.calibration.join(','), r.train.join(',')]),
+    [
+      ['0', '1,2', '3'],
+      ['1', '2,3', '0'],
+      ['2', '3,0', '1'],
+      ['3', '0,1', '2'],
+    ],
+  );
+  assert.equal(pooled.length, 3 * 3 * 2, 'predictor × score × α');
+  for (const p of pooled) {
+    const cells = rotations.map((r) => r.evaluation.rows.find((x) => x.predictor === p.predictor && x.score === p.score && x.alpha === p.alpha)!);
+    assert.equal(p.numTest, cells.reduce((a, c) => a + c.numTest, 0));
+    assert.equal(p.numCovered, cells.reduce((a, c) => a + c.numCovered, 0));
+    assert.equal(p.numTest, ds.numRows, 'each row is tested exactly once');
+    assert.ok(p.rotationMin <= p.coverage && p.coverage <= p.rotationMax);
+    assert.ok(p.coverageHigh >= 1 - p.alpha, `${p.predictor}/${p.score} α=${p.alpha}: pooled ${p.coverage.toFixed(3)} [${p.coverageLow.toFixed(3)}, ${p.coverageHigh.toFixed(3)}]`);
+    assert.ok(p.numAdmittedInsideSlo <= p.numAdmitted && p.numAdmitted <= p.numTest);
+  }
+  const scaledRow = pooled.find((p) => p.predictor === 'gbdt' && p.score === 'scaled' && p.alpha === 0.2)!;
+  assert.ok(Number.isFinite(scaledRow.meanBoundMs), 'the scaled score bounds every row');
+  assert.throws(() => evaluateRotations(ds, ['0', '1', '2'], 2, { alphas: [0.1], sloMs: 3000 }, (r) => blocksOf(ds, r)), /need at least 4 rounds/);
 });
 
 test('wilson interval', () => {
