@@ -108,20 +108,20 @@ const WALK_STEPS = 8;
 function invert(s: Score, yhat: number, q: number, aux: number | undefined, guess: number, floor = -Number.MAX_VALUE): number {
   if (Number.isNaN(q)) bug(`${s.name} bound asked for q = NaN`);
   if (q === Infinity) return Infinity;
-  const ok = (y: number): boolean => s.score(yhat, y, aux) <= q;
+  // The walk is on the decision path: no closure and no BigInt here (both allocate); bisect keeps them.
   let b = Number.isNaN(guess) ? floor : Math.min(Math.max(guess, floor), Number.MAX_VALUE);
   for (let i = 0; i < WALK_STEPS; i++) {
-    if (ok(b)) {
+    if (s.score(yhat, b, aux) <= q) {
       if (b === Number.MAX_VALUE) return Infinity;
       const up = nextUp(b);
-      if (!ok(up)) return b;
+      if (!(s.score(yhat, up, aux) <= q)) return b;
       b = up;
     } else {
       if (b === floor) return floor;
       b = Math.max(nextDown(b), floor);
     }
   }
-  return bisect(ok, b, floor);
+  return bisect((y) => s.score(yhat, y, aux) <= q, b, floor);
 }
 
 /** Largest float ≥ floor with ok() true, given that ok is monotone (true then false) — by keys in float order. */
@@ -176,14 +176,35 @@ function fromKey(k: bigint): number {
   return k < 0n ? -f64[0]! : f64[0]!;
 }
 
+// One float's bits as two 32-bit words (little-endian: [low, high]), for stepping without BigInt.
+const bits = new Float64Array(1);
+const words = new Uint32Array(bits.buffer);
+
+/** Adds one to the magnitude's bits (away from zero), or subtracts one (towards it); the sign is the caller's. */
+function stepMagnitude(x: number, away: boolean): number {
+  bits[0] = x;
+  if (away) {
+    if (words[0] === 0xffffffff) {
+      words[0] = 0;
+      words[1]!++;
+    } else words[0]!++;
+  } else if (words[0] === 0) {
+    words[0] = 0xffffffff;
+    words[1]!--;
+  } else words[0]!--;
+  return bits[0];
+}
+
 /** The next float above x (x finite, below MAX_VALUE). */
 export function nextUp(x: number): number {
-  return fromKey(keyOf(x) + 1n);
+  if (x === 0) return Number.MIN_VALUE;
+  return stepMagnitude(x, x > 0);
 }
 
 /** The next float below x (x finite, above −MAX_VALUE). */
 export function nextDown(x: number): number {
-  return fromKey(keyOf(x) - 1n);
+  if (x === 0) return -Number.MIN_VALUE;
+  return stepMagnitude(x, x < 0);
 }
 
 function finite(name: string, what: string, x: number): void {

@@ -67,5 +67,27 @@ describe('nonconformity scores', () => {
     assert.equal(nextUp(0), Number.MIN_VALUE);
     assert.ok(nextUp(-Number.MIN_VALUE) === 0);
     assert.equal(nextDown(0), -Number.MIN_VALUE);
+    assert.equal(nextUp(2 ** 32 * Number.MIN_VALUE - Number.MIN_VALUE), 2 ** 32 * Number.MIN_VALUE, 'the carry into the high word');
+    assert.equal(nextDown(2 ** 32 * Number.MIN_VALUE), 2 ** 32 * Number.MIN_VALUE - Number.MIN_VALUE, 'the borrow from the high word');
+  });
+
+  it('property: nextUp/nextDown agree with stepping the bits as one 64-bit integer', () => {
+    const f = new Float64Array(1);
+    const i = new BigInt64Array(f.buffer);
+    const key = (x: number): bigint => {
+      f[0] = Math.abs(x);
+      return x < 0 ? -i[0]! : i[0]!;
+    };
+    const fromKey = (k: bigint): number => {
+      i[0] = k < 0n ? -k : k;
+      return k < 0n ? -f[0]! : f[0]!;
+    };
+    fc.assert(
+      fc.property(fc.double({ noNaN: true, noDefaultInfinity: true, min: -Number.MAX_VALUE, max: Number.MAX_VALUE }), (x) => {
+        if (x < Number.MAX_VALUE) assert.ok(Object.is(nextUp(x), fromKey(key(x) + 1n)) || (nextUp(x) === 0 && fromKey(key(x) + 1n) === 0), `nextUp(${x})`);
+        if (x > -Number.MAX_VALUE) assert.ok(Object.is(nextDown(x), fromKey(key(x) - 1n)) || (nextDown(x) === 0 && fromKey(key(x) - 1n) === 0), `nextDown(${x})`);
+      }),
+      { numRuns: 5000 },
+    );
   });
 });
