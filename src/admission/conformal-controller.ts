@@ -5,10 +5,15 @@
 // A pure function of (context, snapshot, features) plus its own small state: the two bound models
 // (predictor + online calibrator), the hysteresis regimes and the exploration quota (decision/).
 // Decision order, per target:
-//   no calibrated bound yet (cold start: fewer outcomes than the small-n guard) → admit: exploring
-//   is how the bound gets its data, and refusing would keep it cold forever;
+//   no calibrated bound yet (cold start: fewer outcomes than the small-n guard) → admit if the
+//   throughput arithmetic (the queue ahead and its own prefill at the measured prefill rate, its
+//   max_tokens at the measured step time, ×2, with a sequence slot free) fits the budget: exploring
+//   is how the bound gets its data, and refusing everything would keep it cold forever — but
+//   admitting everything on a fresh server under overload gave goodput 0 and never calibrated
+//   (every admitted request timed out, so no outcome ever came back);
 //   bound fits the budget (inside 0.9× of it while shedding: hysteresis)       → admit;
-//   engine idle or its rates unmeasured, and the exploration quota has a slot   → admit;
+//   engine idle, its rates unmeasured, or no bound yet, and the exploration
+//   quota has a slot                                                            → admit;
 // and then, for the whole request:
 //   refused above, but the engine visibly has room for it (decision/headroom.ts) → admit: headroom;
 //   otherwise                                                                   → refuse.
@@ -19,8 +24,12 @@ import type { BoundModel } from './bound-model.ts';
 import type { AdmissionContext, AdmissionController, AdmissionDecision, AdmissionOutcome, DecisionMemo } from './controller.ts';
 import { AdmissionGate } from './decision/gate.ts';
 import type { Headroom } from './decision/headroom.ts';
+import { arithmeticEstimate } from './decision/headroom.ts';
 import type { GateDecision } from './decision/gate.ts';
 import { RetryAfter } from './decision/retry-after.ts';
+
+/** The cold-start rule's safety factor on the arithmetic estimate: looser than the shortcut's 1.5, since nothing checks it yet. */
+const COLD_START_MARGIN = 2;
 
 export interface ConformalControllerOptions {
   /** Target miscoverage: 0.05 promises 95% of admitted requests inside their budget. */
@@ -61,9 +70,9 @@ export class ConformalController implements AdmissionController {
       sloMs: ctx.sloMs,
       ttftBudgetMs: ctx.ttftBudgetMs,
     };
-    const e2e = this.#gate(this.#o.e2e, this.#e2eGate, memo.e2ePredictionMs, ctx.sloMs, ctx, snapshot);
+    const e2e = this.#gate(this.#o.e2e, this.#e2eGate, memo.e2ePredictionMs, ctx.sloMs, 'e2e', ctx, snapshot, features);
     let verdict = e2e;
-    if (verdict.admit && ctx.ttftBudgetMs !== null) verdict = this.#gate(this.#o.ttft, this.#ttftGate, memo.ttftPredictionMs, ctx.ttftBudgetMs, ctx, snapshot);
+    if (verdict.admit && ctx.ttftBudgetMs !== null) verdict = this.#gate(this.#o.ttft, this.#ttftGate, memo.ttftPredictionMs, ctx.ttftBudgetMs, 'ttft', ctx, snapshot, features);
     let reason: string = verdict.reason;
     if (!verdict.admit && this.#o.headroom !== undefined) {
       const h = this.#o.headroom.decide(features, snapshot, ctx.sloMs, ctx.ttftBudgetMs, ctx.arrivalMs);
@@ -75,8 +84,10 @@ export class ConformalController implements AdmissionController {
     const retryAfterS = snapshot === null ? this.#retry.minS : this.#retry.fromWork(snapshot);
     const what = verdict === e2e ? 'end-to-end latency' : 'time to first token';
     const budget = verdict === e2e ? ctx.sloMs : ctx.ttftBudgetMs!;
-    const bound = verdict.boundMs === null ? 'unknown' : `${Math.round(verdict.boundMs)} ms`;
-    const message = `This request's ${what} cannot be bounded inside its budget now (bound ${bound}, budget ${budget} ms at ${(1 - this.#o.alpha) * 100}% confidence); retry after ${retryAfterS} s.`;
+    const message =
+      verdict.boundMs === null
+        ? `This request's ${what} cannot be bounded yet (the latency bound is still calibrating) and the engine's measured rates put it past its budget of ${budget} ms; retry after ${retryAfterS} s.`
+        : `This request's ${what} cannot be bounded inside its budget now (bound ${Math.round(verdict.boundMs)} ms, budget ${budget} ms at ${(1 - this.#o.alpha) * 100}% confidence); retry after ${retryAfterS} s.`;
     return { admit: false, boundMs: e2e.boundMs, reason: verdict.reason, memo, refusal: refusal('conformal', { message, retryAfterS }) };
   }
 
@@ -105,11 +116,23 @@ export class ConformalController implements AdmissionController {
     };
   }
 
-  #gate(model: BoundModel, gate: AdmissionGate, yhat: number | null, budgetMs: number, ctx: AdmissionContext, snapshot: EngineSnapshot | null): GateDecision {
+  #gate(model: BoundModel, gate: AdmissionGate, yhat: number | null, budgetMs: number, target: 'e2e' | 'ttft', ctx: AdmissionContext, snapshot: EngineSnapshot | null, features: Float64Array): GateDecision {
     const bound = model.bound(yhat);
-    if (bound.status === 'uncalibrated') return { admit: true, reason: 'explore', boundMs: null, explored: 'uncalibrated' };
+    if (bound.status === 'uncalibrated' && coldStartFits(features, snapshot, budgetMs, target)) return { admit: true, reason: 'explore', boundMs: null, explored: 'uncalibrated' };
     return gate.decide({ bound, budgetMs, nowMs: ctx.arrivalMs, engine: snapshot });
   }
+}
+
+/**
+ * The cold-start rule: with no calibrated bound, whether the throughput arithmetic says this request
+ * fits its budget (true too when the engine is unmeasured: nothing better is known, and the
+ * exploration quota's 'cold' case would admit it anyway). A request that must wait for a sequence
+ * slot does not fit.
+ */
+function coldStartFits(features: Float64Array, snapshot: EngineSnapshot | null, budgetMs: number, target: 'e2e' | 'ttft'): boolean {
+  if (snapshot === null || snapshot.decodeTokensPerS === null || features.length === 0) return true;
+  const est = arithmeticEstimate(features, { maxRunning: snapshot.maxSequences, margin: COLD_START_MARGIN, allowQueue: true });
+  return est !== null && (target === 'e2e' ? est.e2eMs : est.ttftMs) <= budgetMs;
 }
 
 /**

@@ -66,6 +66,28 @@ const DECODE_RATE = col('decode_tokens_per_s');
 
 export type HeadroomVerdict = 'admit' | 'probe' | 'no_room' | 'off';
 
+/** A request's latency by throughput arithmetic, margin included, ms. */
+export interface ArithmeticEstimate {
+  readonly e2eMs: number;
+  readonly ttftMs: number;
+}
+
+/**
+ * margin × (the prompt work ahead of this request and its own prefill at the measured prefill rate,
+ * + max_tokens steps at the measured step time); the prefill part alone as the TTFT. Null when the
+ * engine's rates are unmeasured, when a queue exists and `allowQueue` is false, or when the running
+ * batch, the waiting requests and this request's choices together exceed `maxRunning` (a request
+ * that must wait for a slot has no arithmetic estimate). Pure, O(1).
+ */
+export function arithmeticEstimate(x: Float64Array, o: { readonly maxRunning: number; readonly margin: number; readonly allowQueue: boolean }): ArithmeticEstimate | null {
+  const prefillRate = x[PREFILL_RATE]!;
+  if (!(prefillRate > 0) || !(x[DECODE_RATE]! > 0) || !(x[STEP_MS]! > 0)) return null;
+  if (!o.allowQueue && (x[WAITING]! !== 0 || x[WORK_AHEAD]! !== 0)) return null;
+  if (x[RUNNING]! + x[WAITING]! + x[CHOICES]! > o.maxRunning) return null;
+  const ttftMs = (1000 * (x[WORK_AHEAD]! + x[NEW_PREFILL]!)) / prefillRate;
+  return { e2eMs: o.margin * (ttftMs + x[MAX_TOKENS]! * x[STEP_MS]!), ttftMs: o.margin * ttftMs };
+}
+
 export class Headroom {
   readonly alpha: number;
   readonly maxRunningFraction: number;
@@ -110,13 +132,8 @@ export class Headroom {
    * The margin-inflated arithmetic estimate of this request's E2E, ms, when the engine has room
    * for it, else null. Pure: reads the features and the view, changes nothing.
    */
-  estimate(x: Float64Array, view: HeadroomView): { e2eMs: number; ttftMs: number } | null {
-    const prefillRate = x[PREFILL_RATE]!;
-    if (!(prefillRate > 0) || !(x[DECODE_RATE]! > 0) || !(x[STEP_MS]! > 0)) return null;
-    if (!this.allowQueue && (x[WAITING]! !== 0 || x[WORK_AHEAD]! !== 0)) return null;
-    if (x[RUNNING]! + x[WAITING]! + x[CHOICES]! > Math.max(1, Math.floor(view.maxSequences * this.maxRunningFraction))) return null;
-    const ttftMs = (1000 * (x[WORK_AHEAD]! + x[NEW_PREFILL]!)) / prefillRate;
-    return { e2eMs: this.margin * (ttftMs + x[MAX_TOKENS]! * x[STEP_MS]!), ttftMs: this.margin * ttftMs };
+  estimate(x: Float64Array, view: HeadroomView): ArithmeticEstimate | null {
+    return arithmeticEstimate(x, { maxRunning: Math.max(1, Math.floor(view.maxSequences * this.maxRunningFraction)), margin: this.margin, allowQueue: this.allowQueue });
   }
 
   /** Decide for a request the bound did not admit. Takes a probe slot when it answers 'probe'. */

@@ -1,0 +1,46 @@
+// The cold start: before the bound has its small-n guard of outcomes, the controller admits what the
+// throughput arithmetic says fits and refuses the rest beyond the exploration quota — a fresh server
+// under overload must not admit everything (it did: every admitted request timed out, no outcome
+// ever came back, and the bound never calibrated).
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { createAdmissionController } from '../../src/admission/factory.ts';
+import type { AdmissionContext } from '../../src/admission/controller.ts';
+import { FEATURE_NAMES, type FeatureName } from '../../src/admission/features.ts';
+import type { EngineSnapshot } from '../../src/engine/snapshot.ts';
+
+/** A warm engine: prefill at 2,000 tok/s, 10 ms steps. */
+function features(over: Partial<Record<FeatureName, number>>): Float64Array {
+  const base: Partial<Record<FeatureName, number>> = { prompt_tokens: 200, new_prefill_tokens: 200, max_tokens: 100, choices: 1, messages: 1, running: 2, step_ms_avg: 10, prefill_tokens_per_s: 2000, decode_tokens_per_s: 200 };
+  const all = { ...base, ...over };
+  return Float64Array.from(FEATURE_NAMES, (n) => all[n] ?? 0);
+}
+const ctx = (arrivalMs: number): AdmissionContext => ({ requestId: 'r', arrivalMs, sloMs: 4000, numPromptTokens: 200, numCachedTokens: 0, maxTokens: 100, n: 1, numMessages: 1, ttftBudgetMs: null });
+const busy = { maxSequences: 16, numRunning: 2, numWaiting: 10, waitingPromptTokens: 20_000, runningPromptTokens: 0, remainingDecodeTokens: 500, avgStepMs: 10, prefillTokensPerS: 2000, decodeTokensPerS: 200 } as EngineSnapshot;
+
+test('uncalibrated: admits what the arithmetic fits, refuses the rest past the exploration quota, with Retry-After', () => {
+  const c = createAdmissionController({ mode: 'conformal', guarantee: 0.95 });
+  // 2 × (200 / 2000 s + 100 × 10 ms) = 2.2 s ≤ 4 s.
+  const light = c.decide(ctx(0), busy, features({}));
+  assert.equal(light.admit, true);
+  assert.equal(light.reason, 'explore');
+  // 20,200 prompt tokens ahead and its own: 2 × (10.1 s + 1 s) > 4 s. The quota (4 per 10 s) admits 4, then refusals.
+  const heavy = features({ waiting: 10, prompt_work_ahead: 20_000 });
+  const verdicts = Array.from({ length: 10 }, (_, i) => c.decide(ctx(1 + i), busy, heavy));
+  assert.deepEqual(
+    verdicts.map((d) => d.admit),
+    [true, true, true, true, false, false, false, false, false, false],
+  );
+  const refused = verdicts.at(-1)!;
+  assert.equal(refused.reason, 'uncalibrated');
+  assert.ok(!refused.admit && (refused.refusal.retryAfterS ?? 0) >= 1);
+  assert.match(refused.refusal.message, /still calibrating/);
+  // More requests than sequence slots: it would wait for a slot, so the arithmetic has no estimate.
+  assert.equal(c.decide(ctx(20), busy, features({ running: 12, waiting: 4 })).admit, false);
+});
+
+test('uncalibrated on an engine whose rates are unmeasured: admits (nothing better is known)', () => {
+  const c = createAdmissionController({ mode: 'conformal', guarantee: 0.95 });
+  const cold = { ...busy, decodeTokensPerS: null } as EngineSnapshot;
+  for (let i = 0; i < 10; i++) assert.equal(c.decide(ctx(i), cold, features({ waiting: 10, prompt_work_ahead: 20_000 })).admit, true);
+});
