@@ -131,7 +131,7 @@ export class ConformalController implements AdmissionController {
  */
 function coldStartFits(features: Float64Array, snapshot: EngineSnapshot | null, budgetMs: number, target: 'e2e' | 'ttft'): boolean {
   if (snapshot === null || snapshot.decodeTokensPerS === null || features.length === 0) return true;
-  const est = arithmeticEstimate(features, { maxRunning: snapshot.maxSequences, margin: COLD_START_MARGIN, allowQueue: true });
+  const est = arithmeticEstimate(features, { maxRunning: snapshot.maxSequences, margin: COLD_START_MARGIN, allowQueue: true, longStepMs: snapshot.longStepMs });
   return est !== null && (target === 'e2e' ? est.e2eMs : est.ttftMs) <= budgetMs;
 }
 

@@ -86,6 +86,8 @@ interface Held {
 }
 
 const EWMA_ALPHA = 0.2;
+/** The long step-time average's weight per step: about a long request's decode. */
+const LONG_EWMA_ALPHA = 1 / 256;
 
 export class Engine {
   readonly runner: Runner;
@@ -113,6 +115,7 @@ export class Engine {
   #aborts: { requestId: string; reason: EndRequest }[] = [];
   #snapshot: EngineSnapshot | null = null;
   readonly #avgStepMs = new Ewma(EWMA_ALPHA);
+  readonly #longStepMs = new Ewma(LONG_EWMA_ALPHA);
   readonly #prefillRate = new Ewma(EWMA_ALPHA);
   readonly #decodeRate = new Ewma(EWMA_ALPHA);
 
@@ -220,6 +223,7 @@ export class Engine {
       held: this.#held.values(),
       scheduler: this.scheduler.snapshot(),
       avgStepMs: this.#avgStepMs.value,
+      longStepMs: this.#longStepMs.value,
       prefillTokensPerS: this.#prefillRate.value,
       decodeTokensPerS: this.#decodeRate.value,
     });
@@ -232,6 +236,7 @@ export class Engine {
    */
   seedAverages(m: { readonly stepMs: number; readonly prefillTokensPerS: number; readonly decodeTokensPerS: number }): void {
     if (this.#avgStepMs.value === null) this.#avgStepMs.add(m.stepMs);
+    if (this.#longStepMs.value === null) this.#longStepMs.add(m.stepMs);
     if (this.#prefillRate.value === null) this.#prefillRate.add(m.prefillTokensPerS);
     if (this.#decodeRate.value === null) this.#decodeRate.add(m.decodeTokensPerS);
     this.#snapshot = null;
@@ -318,6 +323,7 @@ export class Engine {
     const computeMs = result.ok ? result.computeMs : null;
     const stepS = (endMs - startMs) / 1000;
     this.#avgStepMs.add(endMs - startMs);
+    this.#longStepMs.add(endMs - startMs);
     if (stepS > 0 && numPromptTokens > 0) this.#prefillRate.add(numPromptTokens / stepS);
     if (stepS > 0 && numDecodeTokens > 0) this.#decodeRate.add(numDecodeTokens / stepS);
     const record: StepRecord = {

@@ -12,6 +12,7 @@ export interface SnapshotInputs {
   readonly held: Iterable<{ readonly req: Request }>;
   readonly scheduler: SchedulerSnapshot;
   readonly avgStepMs: number | null;
+  readonly longStepMs: number | null;
   readonly prefillTokensPerS: number | null;
   readonly decodeTokensPerS: number | null;
 }
@@ -50,6 +51,7 @@ export function buildSnapshot(i: SnapshotInputs): EngineSnapshot {
     remainingDecodeTokens,
     promptWorkByDeadline,
     avgStepMs: i.avgStepMs,
+    longStepMs: i.longStepMs,
     prefillTokensPerS: i.prefillTokensPerS,
     decodeTokensPerS: i.decodeTokensPerS,
     scheduler: s,

@@ -29,6 +29,13 @@ export interface EngineSnapshot {
   readonly promptWorkByDeadline: readonly { readonly deadlineMs: number; readonly cumulativeTokens: number }[];
   /** Exponentially weighted step time, ms, and token rates, tokens/s (null before the first such step). */
   readonly avgStepMs: number | null;
+  /**
+   * Step time averaged over about a long request's decode (α = 1/256 per step), ms: what a request
+   * admitted now will see per token if load stays as it has been, where avgStepMs (about 5 steps)
+   * says only what the last few steps took — on an engine shedding a 4× overload, a request that
+   * arrived in a lull measured 1.5–2 ms there and then decoded at 2–4× that.
+   */
+  readonly longStepMs: number | null;
   readonly prefillTokensPerS: number | null;
   readonly decodeTokensPerS: number | null;
   /** The scheduler's own view (KV, preemptions, why it stopped taking waiting requests). */

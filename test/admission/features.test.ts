@@ -67,6 +67,7 @@ function snapshot(over: Partial<EngineSnapshot> = {}): EngineSnapshot {
       { deadlineMs: 9000, cumulativeTokens: 1000 },
     ],
     avgStepMs: 25,
+    longStepMs: null,
     prefillTokensPerS: 2000,
     decodeTokensPerS: 300,
     scheduler: {} as EngineSnapshot['scheduler'],

@@ -55,3 +55,28 @@ test('the capacity bound refuses with 503 capacity + Retry-After, counted apart'
     await server.close();
   }
 });
+
+test('the snapshot carries a short and a long step-time average: seeded by the warm-up, the long one slow to follow', async () => {
+  // A clock the test moves: every runner call takes 10 ms of engine time.
+  let now = 0;
+  const runner = new MockRunner({ cost: { speed: 0 } });
+  const execute = runner.execute.bind(runner);
+  runner.execute = async (plan) => {
+    now += 10;
+    return execute(plan);
+  };
+  const scheduler = new FifoScheduler({ maxBatchTokens: 512, queue: new WaitQueue() });
+  const engine = new Engine(runner, scheduler, { maxQueuedRequests: 10, clock: { nowMs: () => now } });
+  engine.seedAverages({ stepMs: 2, prefillTokensPerS: 1000, decodeTokensPerS: 500 });
+  assert.equal(engine.snapshot().longStepMs, 2, 'seeded');
+  engine.start();
+  const out: Outcome[] = [];
+  const req = makeRequest(engine, { prompt: 'steady steps', maxTokens: 40 }, 's', out);
+  engine.submit(req, sinkFor(req));
+  await engine.whenIdle();
+  const s = engine.snapshot();
+  assert.ok(s.avgStepMs !== null && s.avgStepMs > 9.9, `the short average follows at once: ${s.avgStepMs}`);
+  // About 40 steps of 10 ms at α = 1/256 from 2 ms: 2 + 8·(1 − (255/256)^40) ≈ 3.1 ms.
+  assert.ok(s.longStepMs !== null && s.longStepMs > 2.5 && s.longStepMs < 4, `the long average moves slowly: ${s.longStepMs}`);
+  await engine.stop();
+});

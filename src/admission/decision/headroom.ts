@@ -20,7 +20,10 @@
 //   and a request that does not fit waits, which the empty-queue condition sees);
 //   - margin × (its prefill, and the prompt work ahead of it, at the measured prefill rate +
 //     max_tokens steps at the measured step time) fits the E2E budget, and margin × the prefill part
-//     fits the TTFT budget when one is asked.
+//     fits the TTFT budget when one is asked. The step time is the larger of the last few steps'
+//     average (the feature) and the engine's long average over about a long request's decode (the
+//     snapshot's longStepMs): an arrival in a lull of a shed overload saw 1.5–2 ms steps and then
+//     decoded at 2–4× that, and such requests were the only ones admitted that missed the SLO.
 //
 // The self-check: the shortcut is a predictor like any other and is held to the same promise. Every
 // request it admits reports back whether it met its budget; while the share of misses among the last
@@ -51,6 +54,8 @@ export interface HeadroomOptions {
 /** The engine facts the rule reads besides the features. */
 export interface HeadroomView {
   readonly maxSequences: number;
+  /** The long step-time average, ms (EngineSnapshot.longStepMs); null or absent: the feature's alone. */
+  readonly longStepMs?: number | null;
 }
 
 const col = (name: FeatureName): number => FEATURE_NAMES.indexOf(name);
@@ -74,18 +79,20 @@ export interface ArithmeticEstimate {
 
 /**
  * margin × (the prompt work ahead of this request and its own prefill at the measured prefill rate,
- * + max_tokens steps at the measured step time); the prefill part alone as the TTFT. Null when the
+ * + max_tokens steps at the larger of the recent and the long step time); the prefill part alone as
+ * the TTFT. Null when the
  * engine's rates are unmeasured, when a queue exists and `allowQueue` is false, or when the running
  * batch, the waiting requests and this request's choices together exceed `maxRunning` (a request
  * that must wait for a slot has no arithmetic estimate). Pure, O(1).
  */
-export function arithmeticEstimate(x: Float64Array, o: { readonly maxRunning: number; readonly margin: number; readonly allowQueue: boolean }): ArithmeticEstimate | null {
+export function arithmeticEstimate(x: Float64Array, o: { readonly maxRunning: number; readonly margin: number; readonly allowQueue: boolean; readonly longStepMs: number | null }): ArithmeticEstimate | null {
   const prefillRate = x[PREFILL_RATE]!;
   if (!(prefillRate > 0) || !(x[DECODE_RATE]! > 0) || !(x[STEP_MS]! > 0)) return null;
   if (!o.allowQueue && (x[WAITING]! !== 0 || x[WORK_AHEAD]! !== 0)) return null;
   if (x[RUNNING]! + x[WAITING]! + x[CHOICES]! > o.maxRunning) return null;
   const ttftMs = (1000 * (x[WORK_AHEAD]! + x[NEW_PREFILL]!)) / prefillRate;
-  return { e2eMs: o.margin * (ttftMs + x[MAX_TOKENS]! * x[STEP_MS]!), ttftMs: o.margin * ttftMs };
+  const stepMs = Math.max(x[STEP_MS]!, o.longStepMs ?? 0);
+  return { e2eMs: o.margin * (ttftMs + x[MAX_TOKENS]! * stepMs), ttftMs: o.margin * ttftMs };
 }
 
 export class Headroom {
@@ -133,7 +140,7 @@ export class Headroom {
    * for it, else null. Pure: reads the features and the view, changes nothing.
    */
   estimate(x: Float64Array, view: HeadroomView): ArithmeticEstimate | null {
-    return arithmeticEstimate(x, { maxRunning: Math.max(1, Math.floor(view.maxSequences * this.maxRunningFraction)), margin: this.margin, allowQueue: this.allowQueue });
+    return arithmeticEstimate(x, { maxRunning: Math.max(1, Math.floor(view.maxSequences * this.maxRunningFraction)), margin: this.margin, allowQueue: this.allowQueue, longStepMs: view.longStepMs ?? null });
   }
 
   /** Decide for a request the bound did not admit. Takes a probe slot when it answers 'probe'. */

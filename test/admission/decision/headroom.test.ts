@@ -61,6 +61,15 @@ describe('Headroom rule', () => {
     assert.equal(h.decide(features(), null, 60_000, null, 0), 'no_room', 'no engine view');
   });
 
+  it('prices the decode at the larger of the recent and the long step time', () => {
+    // 200/2000 s + 100 × 30 ms = 3.1 s, × 1.5 = 4.65 s: a 4 s budget no longer fits.
+    const e = h.estimate(features(), { maxSequences: 16, longStepMs: 30 })!;
+    assert.ok(Math.abs(e.e2eMs - 4650) < 1e-9, String(e.e2eMs));
+    assert.equal(h.decide(features(), { maxSequences: 16, longStepMs: 30 }, 4000, null, 0), 'no_room');
+    assert.equal(h.decide(features(), { maxSequences: 16, longStepMs: 5 }, 4000, null, 0), 'admit', 'a shorter long average: the recent 10 ms');
+    assert.equal(h.decide(features(), { maxSequences: 16, longStepMs: null }, 4000, null, 0), 'admit');
+  });
+
   it('with allowQueue, reads the queue: waiting requests join the batch, the work ahead joins the prefill', () => {
     const q = new Headroom({ alpha: 0.05, allowQueue: true });
     const e = q.estimate(features({ waiting: 1, prompt_work_ahead: 600 }), VIEW)!;
