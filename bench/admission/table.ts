@@ -124,7 +124,18 @@ shortcut admitted.
 | rate (req/s) | arm | seeds | offered | goodput at SLO (req/s) | goodput / off here | goodput / off's peak | p99 E2E served (s) | refused | admitted inside SLO | admitted inside bound | inside bound, pooled | decision p99 (µs) | headroom admits | client timeouts | admitted per 10 s window |
 |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
 ${rows.join('\n')}
-`);
+${(() => {
+  const d = pooledDecisionRows();
+  return d.length === 0
+    ? ''
+    : `
+Decision time over every run of an arm (the servers' histograms summed; bucket upper edges, µs):
+
+| arm | decisions | p50 | p99 | p99.9 |
+|---|---|---|---|---|
+${d.join('\n')}
+`;
+})()}`);
 
 /** From the server's trace (choice 0 rows): online coverage of the bound, and admitted per 10 s window "a b c …". */
 function traceFacts(path: string): { coverage: number; covered: number; n: number; windows: string } {
@@ -152,18 +163,48 @@ function traceFacts(path: string): { coverage: number; covered: number; n: numbe
   return { coverage: n === 0 ? NaN : covered / n, covered, n, windows: Array.from(bins, (x) => x ?? 0).join(' ') };
 }
 
-/** The p99 bucket's upper edge of the decision-time histogram in a /metrics scrape, µs. */
-function decisionP99(path: string): number {
-  if (!existsSync(path)) return NaN;
+/** The decision-time histogram of a /metrics scrape: [upper edge in seconds, cumulative count] per bucket. */
+function decisionBuckets(path: string): [number, number][] {
+  if (!existsSync(path)) return [];
   const buckets: [number, number][] = [];
   for (const line of readFileSync(path, 'utf8').split('\n')) {
     const m = /^headroom_admission_decision_seconds_bucket\{le="([^"]+)"\} (\d+)/.exec(line);
     if (m !== null) buckets.push([m[1] === '+Inf' ? Infinity : Number(m[1]), Number(m[2])]);
   }
+  return buckets;
+}
+
+/** The upper edge of the bucket holding quantile p of a cumulative histogram, µs (NaN: empty). */
+function bucketQuantile(buckets: readonly [number, number][], p: number): number {
   const total = buckets.at(-1)?.[1] ?? 0;
   if (total === 0) return NaN;
-  const hit = buckets.find(([, c]) => c >= 0.99 * total)!;
-  return hit[0] * 1e6;
+  return buckets.find(([, c]) => c >= p * total)![0] * 1e6;
+}
+
+/** The p99 bucket's upper edge of the decision-time histogram in a /metrics scrape, µs. */
+function decisionP99(path: string): number {
+  return bucketQuantile(decisionBuckets(path), 0.99);
+}
+
+/** Every run's decision histogram summed, per arm: "arm | decisions | p50 | p99 | p99.9" rows. */
+function pooledDecisionRows(): string[] {
+  const byArm = new Map<string, [number, number][]>();
+  for (const { dir: seedDir } of layouts) {
+    for (const rateDir of readdirSync(seedDir).filter((d) => d.startsWith('rate-'))) {
+      for (const arm of readdirSync(join(seedDir, rateDir))) {
+        const b = decisionBuckets(join(seedDir, rateDir, arm, 'metrics.txt'));
+        if (b.length === 0) continue;
+        const acc = byArm.get(arm);
+        if (acc === undefined) byArm.set(arm, b.map(([le, c]) => [le, c]));
+        else b.forEach(([, c], i) => (acc[i]![1] += c));
+      }
+    }
+  }
+  const us = (x: number): string => (Number.isNaN(x) ? '-' : `≤ ${x.toFixed(0)}`);
+  return [...byArm.keys()].sort().map((arm) => {
+    const b = byArm.get(arm)!;
+    return `| ${arm} | ${b.at(-1)![1]} | ${us(bucketQuantile(b, 0.5))} | ${us(bucketQuantile(b, 0.99))} | ${us(bucketQuantile(b, 0.999))} |`;
+  });
 }
 
 /** Requests the under-capacity shortcut admitted, from the server's /stats at the end of the run. */
