@@ -10,9 +10,10 @@
 #     (DURATION_S=60; model and pool in bench/ladder/lib.sh)
 #
 # Arms: off (admit all); conformal-95 / conformal-80 (the bound alone: --admission-headroom off);
-# conformal-95-headroom / conformal-80-headroom (the bound, then the shortcut);
+# conformal-95-headroom / conformal-80-headroom (the bound, then the shortcut, only with nothing queued);
 # conformal-95-headroom-half (the shortcut up to half the sequence slots instead of a quarter);
-# conformal-95-headroom-queue / conformal-80-headroom-queue (the shortcut also with requests waiting, reading the queue);
+# conformal-95-headroom-queue / conformal-80-headroom-queue (the shortcut also with requests waiting, reading the queue:
+# the default since sweep-b);
 # conformal-95-aci-headroom (ACI calibration instead of the rolling window, with the shortcut). Without ARTIFACT the
 # conformal arms use the online baseline from a cold start; online-95-headroom always does (what `headroom serve`
 # runs with no flags: the online baseline, rolling calibration, the shortcut).
@@ -37,13 +38,13 @@ declare -A flags=(
   [off]="--admission off"
   [conformal-95]="--admission conformal --admission-guarantee 0.95 --admission-headroom off $extra"
   [conformal-80]="--admission conformal --admission-guarantee 0.8 --admission-headroom off $extra"
-  [conformal-95-headroom]="--admission conformal --admission-guarantee 0.95 --admission-headroom on $extra"
-  [conformal-80-headroom]="--admission conformal --admission-guarantee 0.8 --admission-headroom on $extra"
-  [conformal-95-headroom-half]="--admission conformal --admission-guarantee 0.95 --admission-headroom on --admission-headroom-batch-share 0.5 $extra"
+  [conformal-95-headroom]="--admission conformal --admission-guarantee 0.95 --admission-headroom on --admission-headroom-queue off $extra"
+  [conformal-80-headroom]="--admission conformal --admission-guarantee 0.8 --admission-headroom on --admission-headroom-queue off $extra"
+  [conformal-95-headroom-half]="--admission conformal --admission-guarantee 0.95 --admission-headroom on --admission-headroom-queue off --admission-headroom-batch-share 0.5 $extra"
   [conformal-95-headroom-queue]="--admission conformal --admission-guarantee 0.95 --admission-headroom on --admission-headroom-queue on $extra"
   [conformal-80-headroom-queue]="--admission conformal --admission-guarantee 0.8 --admission-headroom on --admission-headroom-queue on $extra"
-  [online-95-headroom]="--admission conformal --admission-guarantee 0.95 --admission-headroom on"
-  [conformal-95-aci-headroom]="--admission conformal --admission-guarantee 0.95 --admission-calibration aci --admission-headroom on $extra"
+  [online-95-headroom]="--admission conformal --admission-guarantee 0.95 --admission-headroom on --admission-headroom-queue on"
+  [conformal-95-aci-headroom]="--admission conformal --admission-guarantee 0.95 --admission-calibration aci --admission-headroom on --admission-headroom-queue off $extra"
 )
 read -r -a arms <<<"${ARMS:-off conformal-95 conformal-80}"
 read -r -a seeds <<<"${SEEDS:-$SEED}"

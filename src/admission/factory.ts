@@ -42,7 +42,7 @@ export interface AdmissionConfig {
   readonly headroom?: boolean;
   /** The shortcut's cap on the running batch, as a share of the sequence slots (0.25 by default). */
   readonly headroomBatchShare?: number;
-  /** The shortcut admits with a queue, reading it (false by default: only with nothing queued). */
+  /** The shortcut admits with a queue, reading it (true unless false: measured to keep more goodput at and below saturation, docs/admission.md). */
   readonly headroomQueue?: boolean;
   /** Where warnings go (default console.error). */
   readonly warn?: (msg: string) => void;
@@ -101,6 +101,6 @@ export function createAdmissionController(c: AdmissionConfig): AdmissionControll
     alpha,
     e2e: new BoundModel(e2eBase, e2eCalibrator),
     ttft: new BoundModel(online(TTFT_COLUMNS), calibrator()),
-    ...(c.headroom === false ? {} : { headroom: new Headroom({ alpha, allowQueue: c.headroomQueue === true, ...(c.headroomBatchShare === undefined ? {} : { maxRunningFraction: c.headroomBatchShare }) }) }),
+    ...(c.headroom === false ? {} : { headroom: new Headroom({ alpha, allowQueue: c.headroomQueue !== false, ...(c.headroomBatchShare === undefined ? {} : { maxRunningFraction: c.headroomBatchShare }) }) }),
   });
 }

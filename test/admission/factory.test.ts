@@ -29,3 +29,10 @@ test('the artifact it was fitted for loads silently; traces warm-start the calib
   assert.equal(e2e(warm).status, 'calibrated');
   assert.ok(e2e(warm).n >= 100, `warm start from ${e2e(warm).n} outcomes`);
 });
+
+test('the default controller has the shortcut on, reading the queue; each can be switched off', () => {
+  const state = (c: ReturnType<typeof createAdmissionController>) => (c.state?.() ?? {}) as { headroom: { allowQueue: boolean } | null };
+  assert.equal(state(createAdmissionController({ mode: 'conformal' })).headroom?.allowQueue, true);
+  assert.equal(state(createAdmissionController({ mode: 'conformal', headroomQueue: false })).headroom?.allowQueue, false);
+  assert.equal(state(createAdmissionController({ mode: 'conformal', headroom: false })).headroom, null);
+});
