@@ -113,7 +113,7 @@ export function train(input: TrainInput): TrainResult {
   const numAbove = Math.round(X.length * (1 - quantile));
   if (numAbove < MIN_ROWS_ABOVE_QUANTILE) {
     warnings.push(
-      `only about ${numAbove} of ${X.length} rows lie above the ${quantile} quantile; fit a lower base level (about 0.9) and let the conformal step inflate it`,
+      `only about ${numAbove} of ${X.length} rows lie above the ${quantile} quantile (${MIN_ROWS_ABOVE_QUANTILE} wanted); collect more rows, or fit a lower base level (at most ${Math.max(0, Math.floor(100 * (1 - MIN_ROWS_ABOVE_QUANTILE / X.length)) / 100)} here) and let the conformal step inflate it`,
     );
   }
   return { artifact, predictor, trainPinball, importance, seconds: (performance.now() - t0) / 1000, warnings };
