@@ -7,7 +7,7 @@
 // Decision order, per target:
 //   no calibrated bound yet (cold start: fewer outcomes than the small-n guard) → admit if the
 //   throughput arithmetic (the queue ahead and its own prefill at the measured prefill rate, its
-//   max_tokens at the measured step time, ×2, with a sequence slot free) fits the budget: exploring
+//   max_tokens at the measured step time, ×2) fits the budget: exploring
 //   is how the bound gets its data, and refusing everything would keep it cold forever — but
 //   admitting everything on a fresh server under overload gave goodput 0 and never calibrated
 //   (every admitted request timed out, so no outcome ever came back);
@@ -126,12 +126,13 @@ export class ConformalController implements AdmissionController {
 /**
  * The cold-start rule: with no calibrated bound, whether the throughput arithmetic says this request
  * fits its budget (true too when the engine is unmeasured: nothing better is known, and the
- * exploration quota's 'cold' case would admit it anyway). A request that must wait for a sequence
- * slot does not fit.
+ * exploration quota's 'cold' case would admit it anyway). No sequence-slot condition: under
+ * overload the prompt work queued ahead already outgrows any budget, and a scheduler with few slots
+ * (FIFO runs one request at a time) serves a short queue in time.
  */
 function coldStartFits(features: Float64Array, snapshot: EngineSnapshot | null, budgetMs: number, target: 'e2e' | 'ttft'): boolean {
   if (snapshot === null || snapshot.decodeTokensPerS === null || features.length === 0) return true;
-  const est = arithmeticEstimate(features, { maxRunning: snapshot.maxSequences, margin: COLD_START_MARGIN, allowQueue: true, longStepMs: snapshot.longStepMs });
+  const est = arithmeticEstimate(features, { maxRunning: Infinity, margin: COLD_START_MARGIN, allowQueue: true, longStepMs: snapshot.longStepMs });
   return est !== null && (target === 'e2e' ? est.e2eMs : est.ttftMs) <= budgetMs;
 }
 
