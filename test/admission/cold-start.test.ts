@@ -36,7 +36,7 @@ test('uncalibrated: admits what the arithmetic fits, refuses the rest past the e
   assert.ok(!refused.admit && (refused.refusal.retryAfterS ?? 0) >= 1);
   assert.match(refused.refusal.message, /still calibrating/);
   // More requests than sequence slots but little work ahead (FIFO runs one at a time): the arithmetic fits.
-  assert.equal(c.decide(ctx(20), { ...busy, maxSequences: 1 } as EngineSnapshot, features({ running: 1, waiting: 7, prompt_work_ahead: 300 })).admit, true);
+  assert.equal(c.decide(ctx(20), { ...busy, maxSequences: 1 }, features({ running: 1, waiting: 7, prompt_work_ahead: 300 })).admit, true);
 });
 
 test('uncalibrated on an engine whose rates are unmeasured: admits (nothing better is known)', () => {
