@@ -9,6 +9,7 @@
 //   node --import tsx bench/admission/table.ts results/admission/sweep
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { wilson } from '../../src/admission/evaluate.ts';
 
 interface Summary {
   slo_ms: number;
@@ -84,15 +85,11 @@ for (const [k, g] of offBySeed) {
 }
 const ratioFmt = (x: number): string => (Number.isFinite(x) ? x.toFixed(2) : Number.isNaN(x) ? '-' : '∞');
 
-/** Wilson score interval for k of n at 95%, as "p [lo, hi]" in percent. */
-const wilson = (k: number, n: number): string => {
+/** k of n with its Wilson 95% interval, as "p% [lo, hi] of n". */
+const withInterval = (k: number, n: number): string => {
   if (n === 0) return '-';
-  const z = 1.96;
-  const p = k / n;
-  const d = 1 + (z * z) / n;
-  const c = (p + (z * z) / (2 * n)) / d;
-  const h = (z * Math.sqrt((p * (1 - p)) / n + (z * z) / (4 * n * n))) / d;
-  return `${(100 * p).toFixed(1)}% [${(100 * (c - h)).toFixed(1)}, ${(100 * (c + h)).toFixed(1)}] of ${n}`;
+  const [lo, hi] = wilson(k, n);
+  return `${((100 * k) / n).toFixed(1)}% [${(100 * lo).toFixed(1)}, ${(100 * hi).toFixed(1)}] of ${n}`;
 };
 const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
 
@@ -104,7 +101,7 @@ for (const rate of [...runs.keys()].sort((a, b) => Number(a) - Number(b))) {
     const ratio = rs.map((r) => r.s.request_goodput / (offBySeed.get(`${r.seed}/${rate}`) ?? NaN));
     const ratioPeak = rs.map((r) => r.s.request_goodput / (offPeak.get(r.seed) ?? NaN));
     rows.push(
-      `| ${rate} | ${arm} | ${rs.length} | ${cell(rs.map((r) => r.s.offered_rate), f2)} | ${cell(rs.map((r) => r.s.request_goodput), f2)} | ${cell(ratio, ratioFmt)} | ${cell(ratioPeak, ratioFmt)} | ${cell(rs.map((r) => r.s.p99_e2el_ms ?? NaN), sec)} | ${cell(rs.map((r) => r.s.shed_rate), pct)} | ${cell(rs.map((r) => r.s.slo_attainment_admitted), pct)} | ${cell(rs.map((r) => r.coverage), pct)} | ${wilson(sum(rs.map((r) => r.covered)), sum(rs.map((r) => r.n)))} | ${cell(rs.map((r) => r.decisionP99Us), (x) => (Number.isNaN(x) ? '-' : `≤ ${x.toFixed(0)}`))} | ${cell(rs.map((r) => r.headroom), (x) => (Number.isNaN(x) ? '-' : x.toFixed(0)))} | ${rs.map((r) => r.s.num_timeouts).join(' ')} | ${rs.map((r) => r.windows).join(' / ')} |`,
+      `| ${rate} | ${arm} | ${rs.length} | ${cell(rs.map((r) => r.s.offered_rate), f2)} | ${cell(rs.map((r) => r.s.request_goodput), f2)} | ${cell(ratio, ratioFmt)} | ${cell(ratioPeak, ratioFmt)} | ${cell(rs.map((r) => r.s.p99_e2el_ms ?? NaN), sec)} | ${cell(rs.map((r) => r.s.shed_rate), pct)} | ${cell(rs.map((r) => r.s.slo_attainment_admitted), pct)} | ${cell(rs.map((r) => r.coverage), pct)} | ${withInterval(sum(rs.map((r) => r.covered)), sum(rs.map((r) => r.n)))} | ${cell(rs.map((r) => r.decisionP99Us), (x) => (Number.isNaN(x) ? '-' : `≤ ${x.toFixed(0)}`))} | ${cell(rs.map((r) => r.headroom), (x) => (Number.isNaN(x) ? '-' : x.toFixed(0)))} | ${rs.map((r) => r.s.num_timeouts).join(' ')} | ${rs.map((r) => r.windows).join(' / ')} |`,
     );
   }
 }

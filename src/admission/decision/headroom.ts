@@ -80,10 +80,9 @@ export interface ArithmeticEstimate {
 /**
  * margin × (the prompt work ahead of this request and its own prefill at the measured prefill rate,
  * + max_tokens steps at the larger of the recent and the long step time); the prefill part alone as
- * the TTFT. Null when the
- * engine's rates are unmeasured, when a queue exists and `allowQueue` is false, or when the running
- * batch, the waiting requests and this request's choices together exceed `maxRunning` (a request
- * that must wait for a slot has no arithmetic estimate). Pure, O(1).
+ * the TTFT. Null when the engine's rates are unmeasured, when a queue exists and `allowQueue` is
+ * false, or when the running batch, the waiting requests and this request's choices together exceed
+ * `maxRunning` (a request that must wait for a slot has no arithmetic estimate). Pure, O(1).
  */
 export function arithmeticEstimate(x: Float64Array, o: { readonly maxRunning: number; readonly margin: number; readonly allowQueue: boolean; readonly longStepMs: number | null }): ArithmeticEstimate | null {
   const prefillRate = x[PREFILL_RATE]!;

@@ -29,6 +29,7 @@ interface EvaluateOpts {
   rotate?: string;
 }
 
+const pct = (x: number): string => (Number.isNaN(x) ? '-' : `${(100 * x).toFixed(1)}%`);
 const list = (s: string): string[] => s.split(',').map((x) => x.trim()).filter((x) => x.length > 0);
 
 export function registerAdmissionCommands(program: Command): void {
@@ -108,7 +109,6 @@ export function registerAdmissionCommands(program: Command): void {
         alphas: list(o.alphas).map(Number),
         sloMs: Number(o.sloMs),
       });
-      const pct = (x: number) => (Number.isNaN(x) ? '-' : `${(100 * x).toFixed(1)}%`);
       const lines = ['| predictor | score | level | α | coverage [95% CI] | mean bound | median bound | admit share |', '|---|---|---|---|---|---|---|---|'];
       for (const r of ev.rows) {
         lines.push(`| ${r.predictor} | ${r.score} | ${r.level} | ${r.alpha} | ${pct(r.coverage)} [${pct(r.coverageLow)}, ${pct(r.coverageHigh)}] | ${r.meanBoundMs.toFixed(0)} ms | ${r.medianBoundMs.toFixed(0)} ms | ${pct(r.admitShare)} |`);
@@ -123,7 +123,6 @@ export function registerAdmissionCommands(program: Command): void {
 
 /** The markdown report of a rotated evaluation: pooled coverage and widths, then each rotation. */
 function rotationReport(res: { rotations: Rotation[]; pooled: PooledRow[] }, command: string, numRows: number, numDropped: number, sloMs: number): string {
-  const pct = (x: number): string => (Number.isNaN(x) ? '-' : `${(100 * x).toFixed(1)}%`);
   const lines = [
     '# Offline coverage, every round the test round once',
     '',
