@@ -19,6 +19,7 @@ import { buildServer } from './api/server.ts';
 import type { AdmissionController } from './admission/controller.ts';
 import type { AdmissionConfig } from './admission/factory.ts';
 import { createAdmissionController } from './admission/factory.ts';
+import { rehearseDecisions } from './admission/rehearse.ts';
 import { TraceWriter } from './admission/trace-writer.ts';
 import { EngineBackend } from './backend/engine-backend.ts';
 import type { Clock } from './engine/clock.ts';
@@ -146,6 +147,8 @@ export class Headroom {
     }
     this.engine.start();
     await this.#warmUp();
+    const engine = this.engine;
+    rehearseDecisions(this.admission, () => engine.snapshot(), { sloMs: this.#opts.server.sloMs, nowMs: engine.now() });
     this.lifecycle.warm = true;
     const info = this.engine.runner.info;
     const names = this.#opts.server.servedModelNames;

@@ -91,6 +91,12 @@ export class ConformalController implements AdmissionController {
     return { admit: false, boundMs: e2e.boundMs, reason: verdict.reason, memo, refusal: refusal('conformal', { message, retryAfterS }) };
   }
 
+  rehearsal(): AdmissionController {
+    const o = this.#o;
+    // The bound models are only read by decide() (predict, bound); observe() is never called on the twin.
+    return new ConformalController({ alpha: o.alpha, e2e: o.e2e, ttft: o.ttft, retryAfter: this.#retry, ...(o.headroom === undefined ? {} : { headroom: o.headroom.fresh() }) });
+  }
+
   observe(features: Float64Array, decision: AdmissionDecision, outcome: AdmissionOutcome): void {
     const memo = decision.memo;
     if (memo === null) return;

@@ -64,6 +64,13 @@ export interface AdmissionController {
   observe(features: Float64Array, decision: AdmissionDecision, outcome: AdmissionOutcome): void;
   /** For /stats. */
   state(): Record<string, unknown>;
+  /**
+   * A throwaway twin whose decide() runs this controller's code with its own fresh decision state
+   * (gates, quotas, counters) and this one's models read only: the server decides a few thousand
+   * made-up requests with it before /ready, so the first real decisions do not pay for compiling
+   * the decision path. Absent: nothing worth rehearsing.
+   */
+  rehearsal?(): AdmissionController;
 }
 
 /** Admits everything: the behaviour before admission control exists, and the ablation's "off". */

@@ -35,8 +35,12 @@ export function tokenLatencyBuckets(sloMs: number): number[] {
 /** Boundaries (s) for an engine step: 0.25 ms to ~10 s, ratio √2. */
 export const stepBuckets = (): number[] => geometric(0.00025, 10, Math.SQRT2);
 
-/** Boundaries (s) for the API's admission decision: 1 µs to ~0.1 s, ratio 2 (cheap today; a model later). */
-export const admissionBuckets = (): number[] => geometric(0.000001, 0.1, 2);
+/**
+ * Boundaries (s) for the API's admission decision: 1, 1.5, 2, 3, 5, 7 per decade from 1 µs to
+ * 0.1 s. Powers of two (the first choice) put no boundary near the 200 µs target: a p99 between
+ * 128 and 256 µs could not be told from one over 200 µs.
+ */
+export const admissionBuckets = (): number[] => uniqueSorted([-6, -5, -4, -3, -2].flatMap((e) => [1, 1.5, 2, 3, 5, 7].map((m) => m * 10 ** e)).concat(0.1));
 
 function geometric(from: number, to: number, ratio: number): number[] {
   const out: number[] = [];

@@ -129,6 +129,11 @@ export class Headroom {
     this.#ring = new Uint8Array(window);
   }
 
+  /** A new shortcut with these options and no record: what a rehearsal decides with (controller.ts). */
+  fresh(): Headroom {
+    return new Headroom({ alpha: this.alpha, maxRunningFraction: this.maxRunningFraction, margin: this.margin, window: this.#ring.length, minOutcomes: this.minOutcomes, probeEveryMs: this.probeEveryMs, allowQueue: this.allowQueue });
+  }
+
   /** Whether the shortcut's own record allows it now. */
   get enabled(): boolean {
     return this.#size < this.minOutcomes || this.#misses <= this.alpha * this.#size;
