@@ -148,7 +148,7 @@ export class Headroom {
     this.engine.start();
     await this.#warmUp();
     const engine = this.engine;
-    rehearseDecisions(this.admission, () => engine.snapshot(), { sloMs: this.#opts.server.sloMs, nowMs: engine.now() });
+    rehearseDecisions(this.admission, () => engine.snapshot(true), { sloMs: this.#opts.server.sloMs, nowMs: engine.now() });
     this.lifecycle.warm = true;
     const info = this.engine.runner.info;
     const names = this.#opts.server.servedModelNames;

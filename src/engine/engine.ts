@@ -215,8 +215,12 @@ export class Engine {
     return new Promise((resolve) => this.#idleWaiters.push(resolve));
   }
 
-  /** The state admission reads: frozen, as of the last step or arrival. */
-  snapshot(): EngineSnapshot {
+  /**
+   * The state admission reads: frozen, as of the last step or arrival. `fresh` builds it anew even
+   * when the last one is current (the decision rehearsal before /ready: admission/rehearse.ts).
+   */
+  snapshot(fresh = false): EngineSnapshot {
+    if (fresh) this.#snapshot = null;
     this.#snapshot ??= buildSnapshot({
       numSteps: this.#numSteps,
       atMs: this.now(),
