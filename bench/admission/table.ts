@@ -115,7 +115,7 @@ requests that finished inside their budget (the guarantee's subject); "inside bo
 requests whose latency was inside the bound they were admitted on (a request admitted with no bound, or by the under-capacity
 shortcut past its bound, counts as covered only if it beat that bound); "pooled" is the same over every seed's rows together,
 with its 95% Wilson interval; "decision p99" is the upper edge of the server's \`headroom_admission_decision_seconds\` histogram
-bucket (×2 apart) that holds the p99 of the decision time (snapshot, features and verdict), µs; "headroom" is how many the
+bucket (1, 1.5, 2, 3, 5, 7 per decade since the decision-time change of sweep-decision; powers of two before) that holds the p99 of the decision time (snapshot, features and verdict), µs; "headroom" is how many the
 shortcut admitted.
 
 | rate (req/s) | arm | seeds | offered | goodput at SLO (req/s) | goodput / off here | goodput / off's peak | p99 E2E served (s) | refused | admitted inside SLO | admitted inside bound | inside bound, pooled | decision p99 (µs) | headroom admits | client timeouts | admitted per 10 s window |
