@@ -27,6 +27,7 @@ import type { Score } from './conformal/score.ts';
 import { absoluteScore, ratioScore, scaledScore } from './conformal/score.ts';
 import type { Candidate } from './conformal/select.ts';
 import { selectScoreAndLevel } from './conformal/select.ts';
+import type { GbdtOptions } from './predictor/gbdt.ts';
 import type { QuantilePredictor } from './predictor/predictor.ts';
 import type { TrainModelSpec } from './predictor/train.ts';
 import { train } from './predictor/train.ts';
@@ -44,6 +45,8 @@ export interface EvaluateOptions {
   readonly levels?: readonly number[];
   /** Small-n guard for calibration. */
   readonly minN?: number;
+  /** GBDT options other than the level (trees, learning rate, depth, ...); the defaults otherwise. */
+  readonly gbdt?: Omit<GbdtOptions, 'quantile'>;
 }
 
 export interface EvaluationRow {
@@ -95,6 +98,7 @@ export function evaluate(ds: Dataset, o: EvaluateOptions): Evaluation {
   const fit = (subset: readonly Row[], spec: TrainModelSpec, level: number): QuantilePredictor =>
     train({ featureNames: ds.featureNames, X: subset.map((r) => xOf(r.i)), y: subset.map((r) => ds.y[r.i]!), quantile: level, model: spec, provenance: PROVENANCE }).predictor;
 
+  const gbdtSpec: TrainModelSpec = { kind: 'gbdt', ...(o.gbdt === undefined ? {} : { options: o.gbdt }) };
   // 1. Score and base level, chosen on the held-out slice of the training fold.
   const levels = o.levels ?? [0.5, 0.9];
   const minN = o.minN ?? 100;
@@ -102,7 +106,7 @@ export function evaluate(ds: Dataset, o: EvaluateOptions): Evaluation {
   let selection: Evaluation['selection'] = null;
   if (folds.train.groups.length >= 3) {
     const split = holdOutSlice(folds.train, folds.train.groups.slice(-2));
-    const fitted = levels.map((level) => ({ level, p: fit(split.fit.rows, { kind: 'gbdt' }, level) }));
+    const fitted = levels.map((level) => ({ level, p: fit(split.fit.rows, gbdtSpec, level) }));
     const candidates: Candidate<Row>[] = fitted.flatMap(({ level, p }) => [absoluteScore, ratioScore].map((score) => ({ score, level, predict: (r: Row) => ({ yhat: Math.max(0, p.predict(xOf(r.i))) }) })));
     const alpha = Math.min(...o.alphas);
     const sel = selectScoreAndLevel(split.heldOut, candidates, { alpha, latencyOf: (r) => ds.y[r.i]!, minN: Math.min(minN, Math.floor(split.heldOut.rows.length / 4)) });
@@ -112,7 +116,7 @@ export function evaluate(ds: Dataset, o: EvaluateOptions): Evaluation {
 
   // 2–3. Every predictor at the chosen level, every score, every α.
   const specs: { name: EvaluationRow['predictor']; spec: TrainModelSpec }[] = [
-    { name: 'gbdt', spec: { kind: 'gbdt' } },
+    { name: 'gbdt', spec: gbdtSpec },
     { name: 'linear', spec: { kind: 'linear', columns: LINEAR_COLUMNS } },
     { name: 'constant', spec: { kind: 'constant' } },
   ];

@@ -6,7 +6,13 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { PooledRow, Rotation } from '../../admission/evaluate.ts';
 
-interface TrainOpts {
+interface GbdtFlags {
+  gbdtRounds?: string;
+  gbdtLearningRate?: string;
+  gbdtDepth?: string;
+}
+
+interface TrainOpts extends GbdtFlags {
   traces: string;
   target: 'e2e' | 'ttft';
   model: 'gbdt' | 'linear' | 'constant';
@@ -17,7 +23,7 @@ interface TrainOpts {
   modelFile?: string;
 }
 
-interface EvaluateOpts {
+interface EvaluateOpts extends GbdtFlags {
   traces: string;
   target: 'e2e' | 'ttft';
   train: string;
@@ -30,11 +36,28 @@ interface EvaluateOpts {
 }
 
 const pct = (x: number): string => (Number.isNaN(x) ? '-' : `${(100 * x).toFixed(1)}%`);
+/** The GBDT flags as fitGbdt options (unset: its defaults, 200 trees at 0.1, depth 4). */
+function gbdtOptions(o: GbdtFlags): { numRounds?: number; learningRate?: number; maxDepth?: number } | undefined {
+  const out = {
+    ...(o.gbdtRounds === undefined ? {} : { numRounds: Number(o.gbdtRounds) }),
+    ...(o.gbdtLearningRate === undefined ? {} : { learningRate: Number(o.gbdtLearningRate) }),
+    ...(o.gbdtDepth === undefined ? {} : { maxDepth: Number(o.gbdtDepth) }),
+  };
+  return Object.keys(out).length === 0 ? undefined : out;
+}
+
+function addGbdtFlags(c: Command): Command {
+  return c
+    .option('--gbdt-rounds <n>', 'GBDT: trees (default 200; fewer trees make each decision cheaper)')
+    .option('--gbdt-learning-rate <x>', 'GBDT: shrinkage per tree (default 0.1)')
+    .option('--gbdt-depth <d>', 'GBDT: tree depth (default 4)');
+}
+
 const list = (s: string): string[] => s.split(',').map((x) => x.trim()).filter((x) => x.length > 0);
 
 export function registerAdmissionCommands(program: Command): void {
   const admission = program.command('admission').description('Admission control: fit and evaluate the latency predictor');
-  admission
+  const trainCommand = admission
     .command('train')
     .description('Fit a quantile predictor on admission traces and save it as an artifact for serve --admission-artifact')
     .requiredOption('--traces <dir>', 'folder of traces (round-<r>/rate-<x>/trace.jsonl)')
@@ -44,39 +67,40 @@ export function registerAdmissionCommands(program: Command): void {
     .option('--rounds <list>', 'train on these collection rounds only (default: all)')
     .requiredOption('--out <file>', 'artifact path')
     .option('--runner <name>', 'runner the traces were collected on (provenance)', 'llama')
-    .option('--model-file <gguf>', 'model the traces were collected on (its sha256 goes into the provenance)')
-    .action(async (o: TrainOpts) => {
-      const { loadDataset } = await import('../../admission/dataset.ts');
-      const { train } = await import('../../admission/predictor/train.ts');
-      const { saveArtifact } = await import('../../admission/predictor/artifact.ts');
-      const { fileSha256, machineIdentity } = await import('../../admission/provenance.ts');
-      const { LINEAR_COLUMNS } = await import('../../admission/evaluate.ts');
-      const ds = loadDataset(o.traces, o.target);
-      const rounds = o.rounds === undefined ? null : new Set(list(o.rounds));
-      const k = ds.featureNames.length;
-      const idx = Array.from({ length: ds.numRows }, (_, i) => i).filter((i) => rounds === null || rounds.has(ds.round[i]!));
-      if (idx.length === 0) throw new Error(`no usable rows in ${o.traces}${rounds === null ? '' : ` for rounds ${o.rounds}`}`);
-      const spec = o.model === 'gbdt' ? { kind: 'gbdt' as const } : o.model === 'linear' ? { kind: 'linear' as const, columns: LINEAR_COLUMNS } : { kind: 'constant' as const };
-      const r = train({
-        featureNames: ds.featureNames,
-        X: idx.map((i) => ds.x.subarray(i * k, (i + 1) * k)),
-        y: idx.map((i) => ds.y[i]!),
-        quantile: Number(o.quantile),
-        model: spec,
-        provenance: {
-          runner: o.runner,
-          modelSha256: o.runner === 'mock' ? 'mock' : o.modelFile === undefined ? 'unknown' : await fileSha256(o.modelFile),
-          machine: machineIdentity(),
-          command: `headroom ${process.argv.slice(2).join(' ')}`,
-          createdAt: new Date().toISOString(),
-        },
-      });
-      mkdirSync(dirname(o.out), { recursive: true });
-      saveArtifact(o.out, r.artifact);
-      for (const w of r.warnings) process.stderr.write(`warning: ${w}\n`);
-      process.stdout.write(`${o.out}: ${o.model} on ${idx.length} rows (${ds.numDropped} censored or refused dropped), train pinball ${r.trainPinball.toFixed(1)} ms, ${r.seconds.toFixed(1)} s\n`);
-    });
-  admission
+    .option('--model-file <gguf>', 'model the traces were collected on (its sha256 goes into the provenance)');
+  addGbdtFlags(trainCommand).action(async (o: TrainOpts) => {
+    const { loadDataset } = await import('../../admission/dataset.ts');
+    const { train } = await import('../../admission/predictor/train.ts');
+    const { saveArtifact } = await import('../../admission/predictor/artifact.ts');
+    const { fileSha256, machineIdentity } = await import('../../admission/provenance.ts');
+    const { LINEAR_COLUMNS } = await import('../../admission/evaluate.ts');
+    const ds = loadDataset(o.traces, o.target);
+    const rounds = o.rounds === undefined ? null : new Set(list(o.rounds));
+    const k = ds.featureNames.length;
+    const idx = Array.from({ length: ds.numRows }, (_, i) => i).filter((i) => rounds === null || rounds.has(ds.round[i]!));
+    if (idx.length === 0) throw new Error(`no usable rows in ${o.traces}${rounds === null ? '' : ` for rounds ${o.rounds}`}`);
+    const gbdt = gbdtOptions(o);
+    const spec = o.model === 'gbdt' ? { kind: 'gbdt' as const, ...(gbdt === undefined ? {} : { options: gbdt }) } : o.model === 'linear' ? { kind: 'linear' as const, columns: LINEAR_COLUMNS } : { kind: 'constant' as const };
+    const r = train({
+      featureNames: ds.featureNames,
+      X: idx.map((i) => ds.x.subarray(i * k, (i + 1) * k)),
+      y: idx.map((i) => ds.y[i]!),
+      quantile: Number(o.quantile),
+      model: spec,
+      provenance: {
+        runner: o.runner,
+        modelSha256: o.runner === 'mock' ? 'mock' : o.modelFile === undefined ? 'unknown' : await fileSha256(o.modelFile),
+        machine: machineIdentity(),
+        command: `headroom ${process.argv.slice(2).join(' ')}`,
+        createdAt: new Date().toISOString(),
+      },
+  });
+  mkdirSync(dirname(o.out), { recursive: true });
+  saveArtifact(o.out, r.artifact);
+  for (const w of r.warnings) process.stderr.write(`warning: ${w}\n`);
+  process.stdout.write(`${o.out}: ${o.model} on ${idx.length} rows (${ds.numDropped} censored or refused dropped), train pinball ${r.trainPinball.toFixed(1)} ms, ${r.seconds.toFixed(1)} s\n`);
+  });
+  const evaluateCommand = admission
     .command('evaluate')
     .description('Offline coverage and bound width on whole held-out rounds, against the throughput-arithmetic and constant baselines')
     .requiredOption('--traces <dir>', 'folder of traces (round-<r>/rate-<x>/trace.jsonl)')
@@ -87,38 +111,39 @@ export function registerAdmissionCommands(program: Command): void {
     .option('--alphas <list>', 'miscoverage levels', '0.2,0.1,0.05,0.01')
     .option('--slo-ms <ms>', 'SLO for the admit share', '4000')
     .option('--out <file>', 'write the evaluation as JSON')
-    .option('--rotate <n>', 'instead of --train/--calibrate/--test: every round the test round once, the next n rounds calibrating, the rest training; pooled coverage over the rotations (a markdown report on stdout)')
-    .action(async (o: EvaluateOpts) => {
-      const { blocksOf, loadDataset } = await import('../../admission/dataset.ts');
-      const { evaluate, evaluateRotations } = await import('../../admission/evaluate.ts');
-      const ds = loadDataset(o.traces, o.target);
-      if (o.rotate !== undefined) {
-        const rounds = [...new Set(ds.round)].sort((a, b) => Number(a) - Number(b));
-        const res = evaluateRotations(ds, rounds, Number(o.rotate), { alphas: list(o.alphas).map(Number), sloMs: Number(o.sloMs) }, (r) => blocksOf(ds, r));
-        process.stdout.write(rotationReport(res, `headroom ${process.argv.slice(2).join(' ')}`, ds.numRows, ds.numDropped, Number(o.sloMs)));
-        if (o.out !== undefined) {
-          mkdirSync(dirname(o.out), { recursive: true });
-          writeFileSync(o.out, `${JSON.stringify({ traces: o.traces, target: o.target, rotate: Number(o.rotate), sloMs: Number(o.sloMs), ...res }, null, 1)}\n`);
-        }
-        return;
-      }
-      const ev = evaluate(ds, {
-        train: blocksOf(ds, list(o.train)),
-        calibration: blocksOf(ds, list(o.calibrate)),
-        test: blocksOf(ds, list(o.test)),
-        alphas: list(o.alphas).map(Number),
-        sloMs: Number(o.sloMs),
-      });
-      const lines = ['| predictor | score | level | α | coverage [95% CI] | mean bound | median bound | admit share |', '|---|---|---|---|---|---|---|---|'];
-      for (const r of ev.rows) {
-        lines.push(`| ${r.predictor} | ${r.score} | ${r.level} | ${r.alpha} | ${pct(r.coverage)} [${pct(r.coverageLow)}, ${pct(r.coverageHigh)}] | ${r.meanBoundMs.toFixed(0)} ms | ${r.medianBoundMs.toFixed(0)} ms | ${pct(r.admitShare)} |`);
-      }
-      process.stdout.write(`${ds.numRows} rows (${ds.numDropped} dropped); train ${ev.numTrain}; chosen: ${ev.selection === null ? 'ratio/0.9 (default: too few training blocks to hold out)' : `${ev.selection.score}/${ev.selection.level}`}\n${lines.join('\n')}\n`);
+    .option('--rotate <n>', 'instead of --train/--calibrate/--test: every round the test round once, the next n rounds calibrating, the rest training; pooled coverage over the rotations (a markdown report on stdout)');
+  addGbdtFlags(evaluateCommand).action(async (o: EvaluateOpts) => {
+    const { blocksOf, loadDataset } = await import('../../admission/dataset.ts');
+    const { evaluate, evaluateRotations } = await import('../../admission/evaluate.ts');
+    const ds = loadDataset(o.traces, o.target);
+    if (o.rotate !== undefined) {
+      const rounds = [...new Set(ds.round)].sort((a, b) => Number(a) - Number(b));
+      const res = evaluateRotations(ds, rounds, Number(o.rotate), { alphas: list(o.alphas).map(Number), sloMs: Number(o.sloMs), ...(gbdtOptions(o) === undefined ? {} : { gbdt: gbdtOptions(o)! }) }, (r) => blocksOf(ds, r));
+      process.stdout.write(rotationReport(res, `headroom ${process.argv.slice(2).join(' ')}`, ds.numRows, ds.numDropped, Number(o.sloMs)));
       if (o.out !== undefined) {
         mkdirSync(dirname(o.out), { recursive: true });
-        writeFileSync(o.out, `${JSON.stringify({ traces: o.traces, target: o.target, folds: { train: o.train, calibrate: o.calibrate, test: o.test }, sloMs: Number(o.sloMs), ...ev }, null, 1)}\n`);
+        writeFileSync(o.out, `${JSON.stringify({ traces: o.traces, target: o.target, rotate: Number(o.rotate), sloMs: Number(o.sloMs), ...res }, null, 1)}\n`);
       }
-    });
+      return;
+    }
+    const ev = evaluate(ds, {
+      train: blocksOf(ds, list(o.train)),
+      calibration: blocksOf(ds, list(o.calibrate)),
+      test: blocksOf(ds, list(o.test)),
+      alphas: list(o.alphas).map(Number),
+      sloMs: Number(o.sloMs),
+      ...(gbdtOptions(o) === undefined ? {} : { gbdt: gbdtOptions(o)! }),
+  });
+  const lines = ['| predictor | score | level | α | coverage [95% CI] | mean bound | median bound | admit share |', '|---|---|---|---|---|---|---|---|'];
+  for (const r of ev.rows) {
+    lines.push(`| ${r.predictor} | ${r.score} | ${r.level} | ${r.alpha} | ${pct(r.coverage)} [${pct(r.coverageLow)}, ${pct(r.coverageHigh)}] | ${r.meanBoundMs.toFixed(0)} ms | ${r.medianBoundMs.toFixed(0)} ms | ${pct(r.admitShare)} |`);
+  }
+  process.stdout.write(`${ds.numRows} rows (${ds.numDropped} dropped); train ${ev.numTrain}; chosen: ${ev.selection === null ? 'ratio/0.9 (default: too few training blocks to hold out)' : `${ev.selection.score}/${ev.selection.level}`}\n${lines.join('\n')}\n`);
+  if (o.out !== undefined) {
+    mkdirSync(dirname(o.out), { recursive: true });
+    writeFileSync(o.out, `${JSON.stringify({ traces: o.traces, target: o.target, folds: { train: o.train, calibrate: o.calibrate, test: o.test }, sloMs: Number(o.sloMs), ...ev }, null, 1)}\n`);
+  }
+  });
 }
 
 /** The markdown report of a rotated evaluation: pooled coverage and widths, then each rotation. */
