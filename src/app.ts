@@ -19,7 +19,7 @@ import { buildServer } from './api/server.ts';
 import type { AdmissionController } from './admission/controller.ts';
 import type { AdmissionConfig } from './admission/factory.ts';
 import { createAdmissionController } from './admission/factory.ts';
-import { rehearseDecisions } from './admission/rehearse.ts';
+import { keepWarm, rehearseDecisions } from './admission/rehearse.ts';
 import { TraceWriter } from './admission/trace-writer.ts';
 import { EngineBackend } from './backend/engine-backend.ts';
 import type { Clock } from './engine/clock.ts';
@@ -80,6 +80,7 @@ export class Headroom {
   #backend: EngineBackend | null = null;
   #obs: Observability | null = null;
   #address = '';
+  #stopKeepWarm: (() => void) | null = null;
 
   constructor(opts: HeadroomOptions) {
     this.#opts = opts;
@@ -148,7 +149,10 @@ export class Headroom {
     this.engine.start();
     await this.#warmUp();
     const engine = this.engine;
-    rehearseDecisions(this.admission, () => engine.snapshot(true), { sloMs: this.#opts.server.sloMs, nowMs: engine.now() });
+    const twin = rehearseDecisions(this.admission, () => engine.snapshot(true), { sloMs: this.#opts.server.sloMs, nowMs: engine.now() });
+    const a = this.#opts.admission;
+    const keepWarmMs = a === undefined || 'decide' in a ? 0 : (a.keepWarmMs ?? 0);
+    if (twin !== null && keepWarmMs > 0) this.#stopKeepWarm = keepWarm(twin, () => engine.snapshot(), { sloMs: this.#opts.server.sloMs, now: () => engine.now(), everyMs: keepWarmMs });
     this.lifecycle.warm = true;
     const info = this.engine.runner.info;
     const names = this.#opts.server.servedModelNames;
@@ -182,6 +186,7 @@ export class Headroom {
   }
 
   async close(): Promise<void> {
+    this.#stopKeepWarm?.();
     const closing = this.app.close();
     // Whatever is still connected now (idle keep-alive, a slow client mid-request) has nothing more coming.
     this.app.server.closeAllConnections();

@@ -13,7 +13,8 @@
 # conformal-95-headroom / conformal-80-headroom (the bound, then the shortcut, only with nothing queued);
 # conformal-95-headroom-half (the shortcut up to half the sequence slots instead of a quarter);
 # conformal-95-headroom-queue / conformal-80-headroom-queue (the shortcut also with requests waiting, reading the queue:
-# the default since sweep-b);
+# the default since sweep-b); conformal-95-headroom-queue-warm (the same, deciding a made-up request every 20 ms so
+# the decision path stays in cache: --admission-keep-warm-ms);
 # conformal-95-aci-headroom (ACI calibration instead of the rolling window, with the shortcut). Without ARTIFACT the
 # conformal arms use the online baseline from a cold start; online-95-headroom always does (what `headroom serve`
 # runs with no flags: the online baseline, rolling calibration, the shortcut).
@@ -42,6 +43,7 @@ declare -A flags=(
   [conformal-80-headroom]="--admission conformal --admission-guarantee 0.8 --admission-headroom on --admission-headroom-queue off $extra"
   [conformal-95-headroom-half]="--admission conformal --admission-guarantee 0.95 --admission-headroom on --admission-headroom-queue off --admission-headroom-batch-share 0.5 $extra"
   [conformal-95-headroom-queue]="--admission conformal --admission-guarantee 0.95 --admission-headroom on --admission-headroom-queue on $extra"
+  [conformal-95-headroom-queue-warm]="--admission conformal --admission-guarantee 0.95 --admission-headroom on --admission-headroom-queue on --admission-keep-warm-ms 20 $extra"
   [conformal-80-headroom-queue]="--admission conformal --admission-guarantee 0.8 --admission-headroom on --admission-headroom-queue on $extra"
   [online-95-headroom]="--admission conformal --admission-guarantee 0.95 --admission-headroom on --admission-headroom-queue on"
   [conformal-95-aci-headroom]="--admission conformal --admission-guarantee 0.95 --admission-calibration aci --admission-headroom on --admission-headroom-queue off $extra"

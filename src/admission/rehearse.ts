@@ -40,3 +40,21 @@ export function rehearseDecisions(controller: AdmissionController, snapshot: () 
   }
   return twin;
 }
+
+/**
+ * Keep the decision path in cache: decide one made-up request (a typical chat turn) on `twin` every
+ * `everyMs`, over the engine's current snapshot. Measured on the llama runner at 0.8 req/s (see
+ * docs/admission.md, "Cost of a decision"): between two arrivals the engine's steps stream the model's
+ * weights through the shared cache and the next decision finds its model, calibration window and code
+ * in DRAM. Returns the function that stops it; the timer never keeps the process alive.
+ */
+export function keepWarm(twin: AdmissionController, snapshot: () => EngineSnapshot | null, o: { readonly sloMs: number; readonly now: () => number; readonly everyMs: number }): () => void {
+  const x = new Float64Array(NUM_FEATURES);
+  const timer = setInterval(() => {
+    const ctx: AdmissionContext = { requestId: 'keep-warm', arrivalMs: o.now(), sloMs: o.sloMs, numPromptTokens: 256, numCachedTokens: 0, maxTokens: 128, n: 1, numMessages: 2, ttftBudgetMs: null };
+    const s = snapshot();
+    twin.decide(ctx, s, twin.needsFeatures ? extractFeatures(ctx, s, x) : x);
+  }, o.everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}

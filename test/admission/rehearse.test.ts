@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import type { AdmissionContext } from '../../src/admission/controller.ts';
 import { createAdmissionController } from '../../src/admission/factory.ts';
 import { NUM_FEATURES, extractFeatures } from '../../src/admission/features.ts';
-import { rehearseDecisions } from '../../src/admission/rehearse.ts';
+import { keepWarm, rehearseDecisions } from '../../src/admission/rehearse.ts';
 import type { EngineSnapshot } from '../../src/engine/snapshot.ts';
 
 const DATA = 'results/admission/llama-tiny-1t-native';
@@ -46,4 +46,18 @@ test('rehearsal: leaves the controller untouched, decides as it would, and cover
 
 test('rehearsal: admission off has nothing to rehearse', () => {
   assert.equal(rehearseDecisions(createAdmissionController({ mode: 'off' }), () => snapshot, { sloMs: 4000, nowMs: 0 }), null);
+});
+
+test('keepWarm: decides on the twin every interval until stopped, and never touches the served controller', async () => {
+  const served = createAdmissionController(config);
+  const before = JSON.stringify(served.state());
+  const twin = served.rehearsal!();
+  const decisions = (): number => (twin.state() as { numDecisions: number }).numDecisions;
+  const stop = keepWarm(twin, () => snapshot, { sloMs: 4000, now: () => 1000, everyMs: 2 });
+  while (decisions() < 3) await new Promise((r) => setTimeout(r, 5));
+  stop();
+  const at = decisions();
+  await new Promise((r) => setTimeout(r, 30));
+  assert.equal(decisions(), at);
+  assert.equal(JSON.stringify(served.state()), before);
 });

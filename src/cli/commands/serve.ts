@@ -73,6 +73,7 @@ interface ServeFlags {
   admissionHeadroom: 'on' | 'off';
   admissionHeadroomBatchShare: string;
   admissionHeadroomQueue: 'on' | 'off';
+  admissionKeepWarmMs: string;
   logLevel: LogLevel;
   logFormat: LogFormat;
   logPrompts: boolean;
@@ -97,6 +98,12 @@ const stepTarget = (v: string): number | 'auto' | 'off' => {
 const int = (name: string, v: string): number => {
   const n = Number(v);
   if (v.trim() === '' || !Number.isInteger(n)) throw new StartupError(`--${name}: expected an integer, got '${v}'`);
+  return n;
+};
+
+const nonNegative = (name: string, v: string): number => {
+  const n = Number(v);
+  if (v.trim() === '' || !(n >= 0 && Number.isFinite(n))) throw new StartupError(`--${name}: expected a number ≥ 0, got '${v}'`);
   return n;
 };
 
@@ -137,6 +144,7 @@ export function registerServeCommand(program: Command): void {
     .addOption(new Option('--prefix-cache <on|off>', 'radix prefix cache (paged KV only)').choices(['on', 'off']).default('on'))
     .option('--admission-headroom-batch-share <share>', 'the shortcut admits only while the running batch, with the request, fills at most this share of the sequence slots, (0, 1]', '0.25')
     .addOption(new Option('--admission-headroom-queue <on|off>', "the shortcut admits with requests waiting, counting them in the batch and their prompt work in this request's prefill ('off': only with nothing queued)").choices(['on', 'off']).default('on'))
+    .option('--admission-keep-warm-ms <ms>', 'decide one made-up request every this many ms so the decision path stays in cache (0: off)', '0')
     .option('--block-size <tokens>', 'KV block size', '16')
     .option('--cache-max-fraction <f>', 'most of the KV pool idle cached prefixes may keep, (0, 1]', '1')
     .addOption(new Option('--cache-retain <what>', "what the prefix cache keeps of a computed prompt: 'seen' (the part an earlier prompt also had; a retained unique prompt slows every decode) or 'all'").choices(['seen', 'all']).default('seen'))
@@ -312,7 +320,7 @@ function flowOption(f: ServeFlags): { flow?: FlowController } {
 async function admissionConfig(f: ServeFlags): Promise<AdmissionConfig> {
   const guarantee = Number(f.admissionGuarantee);
   if (!(guarantee > 0 && guarantee < 1)) throw new StartupError(`--admission-guarantee: expected a number in (0, 1), got '${f.admissionGuarantee}'`);
-  const base: AdmissionConfig = { mode: f.admission, guarantee, calibration: f.admissionCalibration, allowMismatch: f.admissionAllowMismatch, headroom: f.admissionHeadroom === 'on', headroomBatchShare: share('admission-headroom-batch-share', f.admissionHeadroomBatchShare), headroomQueue: f.admissionHeadroomQueue === 'on' };
+  const base: AdmissionConfig = { mode: f.admission, guarantee, calibration: f.admissionCalibration, allowMismatch: f.admissionAllowMismatch, headroom: f.admissionHeadroom === 'on', headroomBatchShare: share('admission-headroom-batch-share', f.admissionHeadroomBatchShare), headroomQueue: f.admissionHeadroomQueue === 'on', keepWarmMs: nonNegative('admission-keep-warm-ms', f.admissionKeepWarmMs) };
   if (f.admissionArtifact === undefined) return base;
   if (!existsSync(f.admissionArtifact)) throw new StartupError(`admission artifact not found: ${f.admissionArtifact}`);
   // What the artifact must have been fitted on: this runner, this model file, this machine.
