@@ -14,10 +14,11 @@
 # conformal-95-headroom-half (the shortcut up to half the sequence slots instead of a quarter);
 # conformal-95-headroom-queue / conformal-80-headroom-queue (the shortcut also with requests waiting, reading the queue:
 # the default since sweep-b); conformal-95-headroom-queue-warm (the same, deciding a made-up request every 20 ms so
-# the decision path stays in cache: --admission-keep-warm-ms);
+# the decision path stays in cache: --admission-keep-warm-ms 20, the default since sweep-decision-b; the other
+# arms then set it to 0, as they ran before; conformal-80-headroom-queue-warm and online-95-headroom-warm likewise);
 # conformal-95-aci-headroom (ACI calibration instead of the rolling window, with the shortcut). Without ARTIFACT the
-# conformal arms use the online baseline from a cold start; online-95-headroom always does (what `headroom serve`
-# runs with no flags: the online baseline, rolling calibration, the shortcut).
+# conformal arms use the online baseline from a cold start; online-95-headroom(-warm) always does (online-95-headroom-warm is
+# what `headroom serve` runs with no flags: the online baseline, rolling calibration, the shortcut, keep-warm).
 # Output: $OUT/rate-<r>/<arm>/... with one seed, $OUT/seed-<s>/rate-<r>/<arm>/... with several;
 # each run folder holds records.parquet, meta.json, summary.json, stats.json, trace.jsonl, server.log.
 set -euo pipefail
@@ -37,16 +38,18 @@ if [[ -n "${ARTIFACT:-}" ]]; then
 fi
 declare -A flags=(
   [off]="--admission off"
-  [conformal-95]="--admission conformal --admission-guarantee 0.95 --admission-headroom off $extra"
-  [conformal-80]="--admission conformal --admission-guarantee 0.8 --admission-headroom off $extra"
-  [conformal-95-headroom]="--admission conformal --admission-guarantee 0.95 --admission-headroom on --admission-headroom-queue off $extra"
-  [conformal-80-headroom]="--admission conformal --admission-guarantee 0.8 --admission-headroom on --admission-headroom-queue off $extra"
-  [conformal-95-headroom-half]="--admission conformal --admission-guarantee 0.95 --admission-headroom on --admission-headroom-queue off --admission-headroom-batch-share 0.5 $extra"
-  [conformal-95-headroom-queue]="--admission conformal --admission-guarantee 0.95 --admission-headroom on --admission-headroom-queue on $extra"
+  [conformal-95]="--admission conformal --admission-guarantee 0.95 --admission-headroom off $extra --admission-keep-warm-ms 0"
+  [conformal-80]="--admission conformal --admission-guarantee 0.8 --admission-headroom off $extra --admission-keep-warm-ms 0"
+  [conformal-95-headroom]="--admission conformal --admission-guarantee 0.95 --admission-headroom on --admission-headroom-queue off $extra --admission-keep-warm-ms 0"
+  [conformal-80-headroom]="--admission conformal --admission-guarantee 0.8 --admission-headroom on --admission-headroom-queue off $extra --admission-keep-warm-ms 0"
+  [conformal-95-headroom-half]="--admission conformal --admission-guarantee 0.95 --admission-headroom on --admission-headroom-queue off --admission-headroom-batch-share 0.5 $extra --admission-keep-warm-ms 0"
+  [conformal-95-headroom-queue]="--admission conformal --admission-guarantee 0.95 --admission-headroom on --admission-headroom-queue on $extra --admission-keep-warm-ms 0"
   [conformal-95-headroom-queue-warm]="--admission conformal --admission-guarantee 0.95 --admission-headroom on --admission-headroom-queue on --admission-keep-warm-ms 20 $extra"
-  [conformal-80-headroom-queue]="--admission conformal --admission-guarantee 0.8 --admission-headroom on --admission-headroom-queue on $extra"
-  [online-95-headroom]="--admission conformal --admission-guarantee 0.95 --admission-headroom on --admission-headroom-queue on"
-  [conformal-95-aci-headroom]="--admission conformal --admission-guarantee 0.95 --admission-calibration aci --admission-headroom on --admission-headroom-queue off $extra"
+  [conformal-80-headroom-queue]="--admission conformal --admission-guarantee 0.8 --admission-headroom on --admission-headroom-queue on $extra --admission-keep-warm-ms 0"
+  [conformal-80-headroom-queue-warm]="--admission conformal --admission-guarantee 0.8 --admission-headroom on --admission-headroom-queue on --admission-keep-warm-ms 20 $extra"
+  [online-95-headroom-warm]="--admission conformal --admission-guarantee 0.95 --admission-headroom on --admission-headroom-queue on --admission-keep-warm-ms 20"
+  [online-95-headroom]="--admission conformal --admission-guarantee 0.95 --admission-headroom on --admission-headroom-queue on --admission-keep-warm-ms 0"
+  [conformal-95-aci-headroom]="--admission conformal --admission-guarantee 0.95 --admission-calibration aci --admission-headroom on --admission-headroom-queue off $extra --admission-keep-warm-ms 0"
 )
 read -r -a arms <<<"${ARMS:-off conformal-95 conformal-80}"
 read -r -a seeds <<<"${SEEDS:-$SEED}"

@@ -44,7 +44,7 @@ export interface AdmissionConfig {
   readonly headroomBatchShare?: number;
   /** The shortcut admits with a queue, reading it (true unless false: measured to keep more goodput at and below saturation, docs/admission.md). */
   readonly headroomQueue?: boolean;
-  /** Decide one made-up request on the rehearsal twin every this many ms, keeping the decision path in cache (0: never; rehearse.ts). */
+  /** Decide one made-up request on the rehearsal twin every this many ms, keeping the decision path in cache (0 or absent: never; `headroom serve` defaults to 20; rehearse.ts). */
   readonly keepWarmMs?: number;
   /** Where warnings go (default console.error). */
   readonly warn?: (msg: string) => void;
