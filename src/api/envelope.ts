@@ -70,7 +70,7 @@ function positiveInt(body: Record<string, unknown>, field: string): number | nul
 /** The prompt's size in bytes and its affinity key. */
 function promptKey(endpoint: Endpoint, prompt: unknown): { bytes: number; key: number[] } {
   if (endpoint === 'completion' && Array.isArray(prompt) && prompt.every((t) => typeof t === 'number')) {
-    const ids = prompt as number[];
+    const ids = prompt;
     return { bytes: ids.length * 4, key: ids.slice(0, MAX_AFFINITY_BYTES).map((t) => t + TOKEN_KEY_OFFSET) };
   }
   let text: string;

@@ -115,7 +115,7 @@ function isText(v: unknown): boolean {
 function parse(text: string): Frame | null {
   try {
     const v = JSON.parse(text) as unknown;
-    return typeof v === 'object' && v !== null ? (v as Frame) : null;
+    return typeof v === 'object' && v !== null ? (v) : null;
   } catch {
     return null;
   }

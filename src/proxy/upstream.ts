@@ -2,7 +2,7 @@
 // how loaded it said it was, how many of the gateway's requests it holds, and the prefix trie of
 // what was sent there. The pool (pool.ts) is the one owner of this state; everyone else reads it.
 
-import { AffinityTrie } from './affinity.ts';
+import type { AffinityTrie } from './affinity.ts';
 import type { UpstreamLoad } from './scrape.ts';
 
 export type UpstreamHealth =
