@@ -74,10 +74,14 @@ export class ProxyBackend implements ForwardingBackend {
     return { mode: 'gateway', modelId: models[0] ?? '', contextTokens: ctx.length > 0 ? Math.min(...ctx) : UNKNOWN_CONTEXT };
   }
 
-  /** The models the healthy upstreams serve, in upstream order (the first is the canonical one, in metrics). */
+  /**
+   * The models the upstreams have said they serve, in upstream order (the first is the canonical
+   * one, in metrics). Ejected upstreams' models stay: a request for one gets 503 no_upstream
+   * (retry later), not 404 (a model that does not exist).
+   */
   models(): readonly string[] {
     const seen = new Set<string>();
-    for (const u of this.pool.upstreams) if (u.health === 'healthy') for (const m of u.models) seen.add(m);
+    for (const u of this.pool.upstreams) for (const m of u.models) seen.add(m);
     return [...seen];
   }
 

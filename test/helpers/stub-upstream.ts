@@ -15,6 +15,8 @@ export interface StubRequest {
   readonly path: string;
   readonly body: Buffer;
   readonly headers: http.IncomingHttpHeaders;
+  /** Every body byte the stub wrote, in order. */
+  readonly sent: Buffer[];
   /** The connection closed before the stub finished the response. */
   aborted: boolean;
   finished: boolean;
@@ -127,7 +129,12 @@ export class StubUpstream {
   }
 
   async #generate(path: string, body: Buffer, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const record: StubRequest = { path, body, headers: req.headers, aborted: false, finished: false };
+    const record: StubRequest = { path, body, headers: req.headers, sent: [], aborted: false, finished: false };
+    const write = res.write.bind(res);
+    const send = (text: string): void => {
+      record.sent.push(Buffer.from(text));
+      write(text);
+    };
     this.requests.push(record);
     res.on('close', () => {
       if (record.finished) return;
@@ -180,14 +187,15 @@ export class StubUpstream {
       if (res.destroyed) return;
       if (fail === 'midstream' && i === this.failAfterTokens) {
         // Half an event, then the connection dies.
-        res.write('data: {"id":"half');
+        send('data: {"id":"half');
         setImmediate(() => req.socket.destroy());
         return;
       }
-      res.write(chunk(` t${i}`, i === n - 1 ? 'length' : null));
+      send(chunk(` t${i}`, i === n - 1 ? 'length' : null));
     }
     record.finished = true;
-    res.end('data: [DONE]\n\n');
+    send('data: [DONE]\n\n');
+    res.end();
   }
 }
 
