@@ -38,3 +38,14 @@ export async function startTestGateway(upstreams: readonly string[], opts: TestG
   const url = await gateway.start();
   return { url, gateway, close: () => gateway.close() };
 }
+
+/** `p`, or a failure naming what never happened (a generous bound: a broken test fails instead of hanging). */
+export async function within<T>(p: Promise<T>, what: string, ms = 10_000): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms)));
+  try {
+    return await Promise.race([p, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { afterEach, test } from 'node:test';
 import { request } from 'undici';
 import type { TestGateway } from '../helpers/gateway.ts';
-import { startTestGateway } from '../helpers/gateway.ts';
+import { startTestGateway, within } from '../helpers/gateway.ts';
 import { streamCompletion } from '../helpers/sse.ts';
 import type { StubUpstream } from '../helpers/stub-upstream.ts';
 import { startStubs } from '../helpers/stub-upstream.ts';
@@ -28,17 +28,6 @@ const chat = (extra: object = {}): object => ({ model: 'stub-model', messages: [
 async function post(url: string, body: unknown, path = '/v1/chat/completions'): Promise<{ status: number; headers: Record<string, unknown>; json: { error?: { code: string; type: string; message: string } } }> {
   const res = await request(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   return { status: res.statusCode, headers: res.headers, json: (await res.body.json()) as { error?: { code: string; type: string; message: string } } };
-}
-
-/** `p`, or a failure naming what never happened (a generous bound: a broken test fails instead of hanging). */
-async function within<T>(p: Promise<T>, what: string, ms = 10_000): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms)));
-  try {
-    return await Promise.race([p, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** Two stubs, the first preferred by the picker (free KV), a gateway in front after one probe round. */
