@@ -18,7 +18,8 @@
 //      last such answer through if none is better. Any other status (a 4xx the upstream found in
 //      the request, a 200) goes to the client unchanged;
 //   4. no upstream left: refuse with `no_upstream` (503 + Retry-After).
-// The in-flight count is released exactly once, when the response body ends however it ends.
+// The in-flight count is released exactly once: when the response body ends however it ends, or
+// when the client leaves.
 //
 // Invariant: nothing reaches the client before `forward` settles, so every failover is invisible.
 
@@ -142,6 +143,9 @@ export class ProxyBackend implements ForwardingBackend {
         this.pool.reportFailure(u, a.reason);
         continue;
       }
+      // A stream is released when its body ends, or when the client leaves (undici then closes
+      // the upstream connection), even if the body was never iterated.
+      if (a.rest !== null) signal.addEventListener('abort', release, { once: true });
       const response: ForwardResponse = { status: a.status, contentType: a.contentType, upstream: u.url, body: bodyOf(a.first, a.rest, release) };
       if (!RETRY_ELSEWHERE.has(a.status)) return { ok: true, response };
       fallback = response;
