@@ -337,7 +337,7 @@ export class CompletionsHandler {
 }
 
 /** `1`/`true` asks to skip admission, `0`/`false` or no header does not; anything else is a 400. */
-function bypassRequested(h: string | string[] | undefined): boolean {
+export function bypassRequested(h: string | string[] | undefined): boolean {
   if (h === undefined) return false;
   const v = (Array.isArray(h) ? h.join(',') : h).trim().toLowerCase();
   if (v === '1' || v === 'true') return true;
@@ -346,7 +346,7 @@ function bypassRequested(h: string | string[] | undefined): boolean {
 }
 
 /** A reply's headers as plain strings, for a response written on the raw socket. */
-function replyHeaders(reply: FastifyReply): Record<string, string> {
+export function replyHeaders(reply: FastifyReply): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(reply.getHeaders())) {
     if (v !== undefined) out[k] = Array.isArray(v) ? v.join(', ') : String(v);

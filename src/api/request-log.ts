@@ -55,6 +55,8 @@ export interface RequestFacts {
 declare module 'fastify' {
   interface FastifyRequest {
     facts: RequestFacts;
+    /** The JSON body's bytes as received, kept in gateway mode (forwarded unchanged). */
+    rawBody?: Buffer;
   }
 }
 

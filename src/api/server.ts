@@ -30,13 +30,16 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { AdmissionController } from '../admission/controller.ts';
 import { admitAll } from '../admission/controller.ts';
 import type { TraceWriter } from '../admission/trace-writer.ts';
-import type { Backend } from '../backend/backend.ts';
+import type { AnyBackend, Backend } from '../backend/backend.ts';
+import { isForwarding } from '../backend/backend.ts';
 import type { FlowControl } from '../flow/flow-control.ts';
 import { noFlowControl } from '../flow/flow-control.ts';
 import type { ActiveRequests } from './active-requests.ts';
 import { CompletionsHandler } from './completions.ts';
+import { ForwardHandler } from './forward-handler.ts';
 import { responsesSurface } from './responses.ts';
 import { chatSurface, completionSurface } from './surface.ts';
+import type { Surface } from './surface.ts';
 import { detokenize, tokenize, version } from './tokenize.ts';
 import { embeddingsNotServed } from './unsupported.ts';
 import type { IdSource } from './ids.ts';
@@ -60,8 +63,8 @@ export interface Lifecycle {
 }
 
 export interface ServerDeps {
-  /** The backend, once the model is loaded and warm; null until then. */
-  readonly backend: () => Backend | null;
+  /** The backend, once the model is loaded and warm (gateway: once an upstream answers); null until then. */
+  readonly backend: () => AnyBackend | null;
   readonly config: ServerConfig;
   readonly lifecycle: Lifecycle;
   /** Generation requests in flight, for the drain deadline. */
@@ -176,7 +179,9 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body: Buffer, done) => {
     const backend = deps.backend();
-    if (backend !== null && req.url.split('?')[0] === '/v1/chat/completions') {
+    // Gateway mode forwards the body byte for byte: keep it.
+    if (backend !== null && isForwarding(backend)) req.rawBody = body;
+    else if (backend !== null && req.url.split('?')[0] === '/v1/chat/completions') {
       try {
         checkRawMessageCount(sizeFacts(backend), body);
       } catch (e) {
@@ -224,14 +229,28 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     sendError(req, reply, e);
   });
 
-  const loaded = (): Backend => {
+  const loaded = (): AnyBackend => {
     const backend = deps.backend();
     if (backend === null) throw new ApiError('loading', 'The model is still loading; retry shortly.', { retryAfterS: config.retryAfterS });
     return backend;
   };
-  let completions: CompletionsHandler | null = null;
-  const handler = (): CompletionsHandler => {
+  /** Engine mode's backend; in gateway mode the route does not exist (no tokenizer here). */
+  const generating = (path: string): Backend => {
     const backend = loaded();
+    if (isForwarding(backend)) throw new ApiError('route_not_found', `${path} is not served in gateway mode: the gateway has no tokenizer; ask an upstream.`);
+    return backend;
+  };
+  let completions: CompletionsHandler | null = null;
+  let forwarding: ForwardHandler | null = null;
+  const serve = (endpoint: 'chat' | 'completion' | 'responses', surface: Surface, req: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    const backend = loaded();
+    if (isForwarding(backend)) {
+      forwarding ??= new ForwardHandler({ backend, config, flow: deps.flow ?? noFlowControl, obs: obs(), active: deps.active });
+      return forwarding.handle(endpoint, req, reply);
+    }
+    return handler(backend).handle(surface, req, reply);
+  };
+  const handler = (backend: Backend): CompletionsHandler => {
     completions ??= new CompletionsHandler({
       backend,
       config,
@@ -245,18 +264,19 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     });
     return completions;
   };
-  route('POST', '/v1/chat/completions', (req, reply) => handler().handle(chatSurface, req, reply));
-  route('POST', '/v1/completions', (req, reply) => handler().handle(completionSurface, req, reply));
-  route('POST', '/v1/responses', (req, reply) => handler().handle(responsesSurface, req, reply));
+  route('POST', '/v1/chat/completions', (req, reply) => serve('chat', chatSurface, req, reply));
+  route('POST', '/v1/completions', (req, reply) => serve('completion', completionSurface, req, reply));
+  route('POST', '/v1/responses', (req, reply) => serve('responses', responsesSurface, req, reply));
   route('POST', '/v1/embeddings', () => {
     throw embeddingsNotServed();
   });
-  route('POST', '/tokenize', (req) => tokenize(loaded(), servedModels(config, loaded()), req.body));
-  route('POST', '/detokenize', (req) => detokenize(loaded(), servedModels(config, loaded()), req.body));
+  route('POST', '/tokenize', (req) => tokenize(generating('/tokenize'), servedModels(config, loaded()), req.body));
+  route('POST', '/detokenize', (req) => detokenize(generating('/detokenize'), servedModels(config, loaded()), req.body));
   route('GET', '/version', () => version());
   route('GET', '/v1/models', () => {
     const backend = loaded();
-    const data = servedModels(config, backend).map((id) => ({ id, object: 'model', created: 0, owned_by: 'headroom', root: backend.info.modelId, max_model_len: backend.info.contextTokens }));
+    const ctx = backend.info.contextTokens;
+    const data = servedModels(config, backend).map((id) => ({ id, object: 'model', created: 0, owned_by: 'headroom', root: isForwarding(backend) ? id : backend.info.modelId, ...(ctx > 0 ? { max_model_len: ctx } : {}) }));
     return { object: 'list', data };
   });
   route('GET', '/health', (_req, reply) => {
@@ -301,8 +321,9 @@ function hasFacts(req: FastifyRequest): boolean {
   return (req.facts as FastifyRequest['facts'] | null | undefined) != null;
 }
 
-/** The names the model answers to: the configured aliases, else the backend's own id. */
-function servedModels(config: ServerConfig, backend: Backend): readonly string[] {
+/** The names the model answers to: the configured aliases, else the backend's own id (gateway: what the healthy upstreams serve). */
+function servedModels(config: ServerConfig, backend: AnyBackend): readonly string[] {
+  if (isForwarding(backend)) return backend.models();
   return config.servedModelNames.length > 0 ? config.servedModelNames : [backend.info.modelId];
 }
 

@@ -1,7 +1,17 @@
-// The seam between the front door and whatever generates tokens (vLLM's EngineClient). The API
-// holds a Backend, never an engine: engine mode implements it over the in-process Engine
-// (engine-backend.ts), gateway mode will implement it over upstream servers. Flow control and
-// admission sit in the API between validation and `generate`, the same code in both modes.
+// The seam between the front door and whatever serves the request (vLLM's EngineClient). The API
+// holds a backend, never an engine, in one of two shapes that share `BackendCore`:
+//
+//   Backend            engine mode (engine-backend.ts): `generate` yields token ids per choice; the
+//                      API detokenizes, applies stop strings and frames them.
+//   ForwardingBackend  gateway mode (proxy/proxy-backend.ts): `forward` sends the client's body,
+//                      unchanged, to an upstream OpenAI server and yields its response bytes,
+//                      unchanged. Upstreams return text in their own framing, so there are no token
+//                      ids to hand back; pretending there were would mean re-tokenizing with a
+//                      tokenizer the gateway does not have.
+//
+// Flow control sits in the API between validation and the backend, the same code in both modes;
+// so do auth, the error catalog, metrics, request logs and the drain. `isForwarding` tells them
+// apart.
 //
 // A generation is a stream of events per choice (`index`), ending with exactly one `finish` per
 // choice; the API detokenizes, applies stop strings and frames them. Aborting the signal ends
@@ -57,17 +67,70 @@ export interface BackendHealth {
   readonly failure: string | null;
 }
 
-export interface Backend {
+/** What every backend offers the API: what it serves, its clock, its health, its /stats facts. */
+export interface BackendCore {
   readonly info: BackendInfo;
-  readonly tokenizer: Tokenizer;
   readonly clock: Clock;
   health(): BackendHealth;
   /** Facts for /stats. */
   stats(): Record<string, unknown>;
+}
+
+/** Engine mode: generates token ids the API detokenizes. */
+export interface Backend extends BackendCore {
+  readonly tokenizer: Tokenizer;
   /** What admission control reads (null where the backend has no engine state to offer). */
   snapshot(): EngineSnapshot | null;
   /** Prompt tokens its prefix cache holds now; no side effect (no pin, no LRU touch, no statistics). */
   peekCachedTokens(promptTokens: readonly number[]): number;
   /** Start generating, or refuse at once. Aborting `signal` ends every choice. */
   generate(job: GenerationJob, signal: AbortSignal): GenerateResult;
+}
+
+/** One validated client request, ready to be sent upstream as it came. */
+export interface ForwardRequest {
+  readonly id: string;
+  /** The model the request names: only upstreams serving it are candidates. */
+  readonly model: string;
+  /** The API path the client called (`/v1/chat/completions`): the upstream gets the same one. */
+  readonly path: string;
+  /** The client's body, byte for byte. */
+  readonly body: Uint8Array;
+  /** Request headers for the upstream (content type, trace context, budgets); never the client's credentials. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** What the picker's prefix affinity matches on: the prompt as bytes (or token ids), in order. */
+  readonly affinityKey: readonly number[];
+}
+
+/** An upstream's answer whose first body bytes have arrived (nothing has been sent to the client yet). */
+export interface ForwardResponse {
+  readonly status: number;
+  /** The upstream's content type (`text/event-stream` for a stream). */
+  readonly contentType: string;
+  /** Which upstream answered (its base URL), for logs and /stats. */
+  readonly upstream: string;
+  /**
+   * The body, unchanged. An event stream is cut only at event boundaries, so what has been yielded
+   * is always whole events. Throws if the upstream fails part way; ends early once the signal aborts.
+   */
+  readonly body: AsyncIterable<Uint8Array>;
+}
+
+export type ForwardResult = { readonly ok: true; readonly response: ForwardResponse } | { readonly ok: false; readonly refusal: Refusal };
+
+/** Gateway mode: forwards whole requests to upstream servers. */
+export interface ForwardingBackend extends BackendCore {
+  /** Every model name the upstreams serve (a request's `model` must be one). */
+  models(): readonly string[];
+  /**
+   * Pick an upstream and send the request, failing over to another while no response byte has
+   * arrived; or refuse (no upstream healthy, draining). Aborting `signal` cancels the upstream request.
+   */
+  forward(req: ForwardRequest, signal: AbortSignal): Promise<ForwardResult>;
+}
+
+export type AnyBackend = Backend | ForwardingBackend;
+
+export function isForwarding(b: AnyBackend): b is ForwardingBackend {
+  return 'forward' in b;
 }

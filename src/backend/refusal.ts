@@ -1,7 +1,7 @@
 // One vocabulary for "not now": every reason a request is refused before it runs, mapped once to
 // the error code a client sees (and so, through the error catalog, its HTTP status and type), a
 // default message, and the metric label (`headroom_refusals_total{reason}`, the key itself).
-// Flow control, admission control and both backends refuse only with these reasons.
+// Flow control, admission control and both backends (engine and gateway) refuse only with these reasons.
 
 import type { ErrorCode } from '../api/errors.ts';
 
@@ -21,6 +21,8 @@ export const REFUSALS = {
   conformal: { code: 'slo_unattainable', message: 'This request cannot finish inside its latency budget now; retry later.' },
   /** Flow control: a request or token cap, a band's share, or a tenant's allowance is used up. */
   flow_cap: { code: 'rate_limited', message: 'Too many requests in flight for this client or band; retry shortly.' },
+  /** Gateway mode: no upstream serving the model is healthy (all ejected, or every one tried failed). */
+  no_upstream: { code: 'engine_unavailable', message: 'No upstream server for this model is available; retry shortly.' },
 } as const satisfies Record<string, RefusalEntry>;
 
 export type RefusalReason = keyof typeof REFUSALS;

@@ -1,4 +1,4 @@
-// The `headroom` command line: serve, model, calibrate, bench, admission. Each group registers itself from its own file.
+// The `headroom` command line: serve, gateway, model, calibrate, bench, admission. Each group registers itself from its own file.
 //
 // Start-up stays light (`--help` and `--version` load no server, DuckDB or OpenTelemetry code): a
 // command's heavy modules are imported inside its action. Every error ends as one line on stderr
@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { registerServeCommand } from './commands/serve.ts';
+import { registerGatewayCommand } from './commands/gateway.ts';
 import { registerModelCommands } from './commands/model.ts';
 import { registerCalibrateCommand } from './commands/calibrate.ts';
 import { registerBenchCommands } from './commands/bench.ts';
@@ -36,6 +37,7 @@ try {
 function buildProgram(): Command {
   const program = new Command('headroom').description('An SLO-aware LLM inference gateway').version(`headroom ${packageVersion()}`, '-V, --version', 'print the version').addHelpText('after', CONFIG_HELP);
   registerServeCommand(program);
+  registerGatewayCommand(program);
   registerModelCommands(program);
   registerCalibrateCommand(program);
   registerBenchCommands(program);

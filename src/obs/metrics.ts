@@ -33,8 +33,8 @@ export interface MetricsOptions {
   readonly sloMs: number;
   /** `model_name` label on the vLLM-compatible series. */
   readonly modelName: string;
-  /** Engine state, read at scrape time. */
-  readonly stats: () => EngineStats;
+  /** Engine state, read at scrape time (absent in gateway mode: no engine gauges). */
+  readonly stats?: () => EngineStats;
   /** Node process metrics (CPU, memory, event-loop lag); default true. */
   readonly processMetrics?: boolean;
   /** The tenant label's values (the API keys' tenants); default `default` alone. Others count as `other`. */
@@ -140,7 +140,7 @@ export class Metrics {
     }
 
     if (opts.flow !== undefined) this.#registerFlow(opts.flow);
-    this.#registerState(opts);
+    if (opts.stats !== undefined) this.#registerState(opts.stats, opts.sloMs);
     if (opts.processMetrics ?? true) collectDefaultMetrics({ register: reg });
   }
 
@@ -225,10 +225,9 @@ export class Metrics {
   }
 
   /** Gauges and engine-derived counters, all read from one `stats()` call per collector at scrape time. */
-  #registerState(opts: MetricsOptions): void {
+  #registerState(stats: () => EngineStats, sloMs: number): void {
     const reg = this.registry;
     const model = this.#model;
-    const stats = opts.stats;
     const gauge = (name: string, help: string, read: (s: EngineStats) => number, labels?: { model_name: string }): GaugeT =>
       new Gauge({
         name,
@@ -249,7 +248,7 @@ export class Metrics {
     gauge('headroom_kv_usage_ratio', 'Fraction of KV blocks in use, 0..1.', (s) => s.scheduler.kv.usage);
     gauge('headroom_kv_fragmentation_ratio', 'KV fragmentation, 0..1 (paged: partially filled tail waste; contiguous: unusable free space).', (s) => s.scheduler.kv.fragmentation);
     gauge('headroom_draining', '1 while the server drains (refuses new requests).', (s) => (s.draining ? 1 : 0));
-    gauge('headroom_slo_seconds', 'The default latency budget per request (the SLO the buckets are built around).', () => opts.sloMs / 1000);
+    gauge('headroom_slo_seconds', 'The default latency budget per request (the SLO the buckets are built around).', () => sloMs / 1000);
     gauge('vllm:num_requests_waiting', 'Number of requests waiting to be processed.', (s) => s.scheduler.numWaiting, vl);
     gauge('vllm:num_requests_running', 'Number of requests in model execution batches.', (s) => s.scheduler.numRunning, vl);
     gauge('vllm:kv_cache_usage_perc', 'KV-cache usage. 1 means 100 percent usage.', (s) => s.scheduler.kv.usage, vl);

@@ -1,6 +1,7 @@
 // What the rest of Headroom sees of obs/: one object per server, attached to the engine's step
-// hook, told by the API about admission decisions, refusals and finishes. Metrics are on by
-// default; tracing only with an OTLP endpoint. It records, it never decides.
+// hook (engine mode; gateway mode has no engine, and the API measures what it forwards), told by
+// the API about admission decisions, refusals and finishes. Metrics are on by default; tracing only
+// with an OTLP endpoint. It records, it never decides.
 
 import type { Engine } from '../engine/engine.ts';
 import type { RefusalReason } from '../backend/refusal.ts';
@@ -22,7 +23,7 @@ export interface ObservabilityOptions {
   readonly tracing?: Omit<TracingOptions, 'endpoint'>;
   /** Node process metrics on /metrics (default true). */
   readonly processMetrics?: boolean;
-  /** `model_name` on the vLLM-compatible series (default: the runner's model id; serve: the first served name). */
+  /** `model_name` on the vLLM-compatible series (default: the runner's model id; serve: the first served name; required without an engine). */
   readonly modelName?: string;
   /** Every tenant a request can come from (the API keys'; default just `default`): the tenant label's values. */
   readonly tenants?: readonly string[];
@@ -34,19 +35,22 @@ export class Observability {
   readonly metrics: Metrics | null;
   readonly tracer: RequestTracer | null;
 
-  constructor(engine: Engine, opts: ObservabilityOptions) {
+  /** `engine`: null in gateway mode (no engine gauges, no step observer). */
+  constructor(engine: Engine | null, opts: ObservabilityOptions) {
+    const modelName = opts.modelName ?? engine?.runner.info.modelId;
+    if (modelName === undefined) throw new Error('Observability: expected a modelName without an engine');
     this.metrics =
       opts.metrics === false
         ? null
         : new Metrics({
             sloMs: opts.sloMs,
-            modelName: opts.modelName ?? engine.runner.info.modelId,
-            stats: () => engine.stats(),
+            modelName,
+            ...(engine === null ? {} : { stats: () => engine.stats() }),
             ...(opts.processMetrics === undefined ? {} : { processMetrics: opts.processMetrics }),
             ...(opts.tenants === undefined ? {} : { tenants: opts.tenants }),
             ...(opts.flow === undefined ? {} : { flow: opts.flow }),
           });
-    if (this.metrics !== null) engine.onStep(new StepMetrics(this.metrics).onStep);
+    if (this.metrics !== null && engine !== null) engine.onStep(new StepMetrics(this.metrics).onStep);
     this.tracer = opts.otelEndpoint === undefined ? null : new RequestTracer({ endpoint: opts.otelEndpoint, ...opts.tracing });
   }
 

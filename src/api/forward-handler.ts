@@ -1,0 +1,218 @@
+// The generation endpoints in gateway mode: the same front door as engine mode (auth and request
+// ids before this, the error catalog and the request log around it), a different back half:
+//
+//   envelope check (envelope.ts) → flow control → backend.forward → pipe the upstream's bytes back
+//
+// Flow control is the same code as in engine mode; with a token cap the prompt's tokens are
+// estimated from its bytes (the gateway has no tokenizer: ~4 bytes a token), max_tokens × n added.
+// Its ticket is released in one `finally`, whatever happens. There is no admission decision: the
+// conformal controller reads an engine snapshot the gateway does not have.
+//
+// One AbortController per HTTP request: the client leaving (or the drain deadline) aborts it, which
+// cancels the upstream request. A stream is piped in whole events; if the upstream fails part way,
+// or ends without [DONE], the client gets an SSE error event and [DONE] (Responses streams: an
+// `error` event), never a half-open stream. The gateway's own TTFT, ITL and E2E go to the same
+// metrics as engine mode's (stream-meter.ts); traces get the same request record.
+
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ForwardResponse, ForwardingBackend } from '../backend/backend.ts';
+import { REFUSALS } from '../backend/refusal.ts';
+import type { Refusal } from '../backend/refusal.ts';
+import type { FinishReason, RequestTimeline } from '../engine/outputs.ts';
+import type { FlowControl, FlowTicket } from '../flow/flow-control.ts';
+import { PRIORITY_HEADER } from '../flow/priority.ts';
+import type { Observability } from '../obs/observability.ts';
+import type { ActiveRequests } from './active-requests.ts';
+import { BYPASS_HEADER, bypassRequested, replyHeaders } from './completions.ts';
+import type { ServerConfig } from './config.ts';
+import type { Endpoint } from './envelope.ts';
+import { checkEnvelope } from './envelope.ts';
+import { ApiError } from './errors.ts';
+import { sloFromHeader } from './limits.ts';
+import { SseWriter } from './sse.ts';
+import { StreamMeter } from './stream-meter.ts';
+import type { MeterSink } from './stream-meter.ts';
+
+export interface ForwardDeps {
+  readonly backend: ForwardingBackend;
+  readonly config: ServerConfig;
+  readonly flow: FlowControl;
+  readonly obs: Observability | null;
+  readonly active: ActiveRequests | null;
+}
+
+/** Request headers passed on to the upstream (never the client's credentials). */
+const PASSED_HEADERS = ['accept', 'traceparent', 'tracestate', 'x-slo-ms', 'x-slo-ttft-ms', 'x-slo-tpot-ms', PRIORITY_HEADER] as const;
+/** Prompt bytes per token in flow control's estimate. */
+const BYTES_PER_TOKEN = 4;
+
+export class ForwardHandler {
+  readonly #d: ForwardDeps;
+
+  constructor(deps: ForwardDeps) {
+    this.#d = deps;
+  }
+
+  async handle(endpoint: Endpoint, req: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const { backend, config, flow } = this.#d;
+    const facts = req.facts;
+    if (bypassRequested(req.headers[BYPASS_HEADER]) && facts.caller.role !== 'operator') {
+      throw new ApiError('permission_denied', `${BYPASS_HEADER} is allowed only with an operator API key.`, { param: BYPASS_HEADER });
+    }
+    const env = checkEnvelope(endpoint, req.body, backend.models());
+    const sloMs = sloFromHeader(req.headers['x-slo-ms'], config);
+    const band = flow.band(req.headers[PRIORITY_HEADER]);
+    facts.model = env.model;
+    const arrivalMs = backend.clock.nowMs();
+    const controller = new AbortController();
+    reply.raw.on('close', () => {
+      if (!reply.raw.writableFinished) controller.abort();
+    });
+    const inputTokens = flow.needsTokens ? Math.ceil(env.promptBytes / BYTES_PER_TOKEN) : 0;
+    const totalTokens = inputTokens + env.n * (env.maxTokens ?? config.maxOutputTokens);
+    let ticket: FlowTicket | null = null;
+    const record = (outcome: FinishReason | null, meter: StreamMeter | null): RequestTimeline => ({
+      requestId: req.id,
+      arrivalMs,
+      deadlineMs: arrivalMs + sloMs,
+      scheduledMs: null,
+      firstTokenMs: meter?.firstTokenMs ?? null,
+      finishedMs: outcome === null ? null : backend.clock.nowMs(),
+      numPromptTokens: meter?.promptTokens ?? inputTokens,
+      maxTokens: env.maxTokens ?? config.maxOutputTokens,
+      numCachedTokens: 0,
+      numOutputTokens: meter?.numOutputTokens ?? 0,
+      numPreemptions: 0,
+      outcome,
+    });
+    const refuse: (r: Refusal) => never = (r) => {
+      facts.refusal = r.reason;
+      this.#d.obs?.refused(record(null, null), r.reason, traceparentOf(req), req.id);
+      throw new ApiError(REFUSALS[r.reason].code, r.message, { retryAfterS: r.retryAfterS ?? config.retryAfterS });
+    };
+    try {
+      const got = await flow.acquire({ caller: facts.caller, band, inputTokens, totalTokens }, controller.signal);
+      if (!got.ok) refuse(got.refusal);
+      else ticket = got.ticket;
+      const call: Cut = { message: null };
+      const untrack = this.#d.active?.add((message) => {
+        call.message = message;
+        facts.cut = true;
+        controller.abort();
+      });
+      if (untrack !== undefined) reply.raw.on('close', untrack);
+      let response: ForwardResponse;
+      try {
+        const result = await backend.forward({ id: req.id, model: env.model, path: req.url.split('?')[0]!, body: req.rawBody ?? Buffer.from(JSON.stringify(req.body)), headers: upstreamHeaders(req), affinityKey: env.affinityKey }, controller.signal);
+        if (!result.ok) refuse(result.refusal);
+        response = result.response;
+      } catch (err) {
+        if (!controller.signal.aborted) throw err;
+        if (call.message !== null) throw new ApiError('engine_failure', call.message);
+        // The client left before any byte: nobody to answer.
+        reply.hijack();
+        reply.raw.destroy();
+        return;
+      }
+      const meter = new StreamMeter(arrivalMs, this.#sink());
+      const stream = response.status === 200 && response.contentType.toLowerCase().startsWith('text/event-stream');
+      const outcome = stream ? await this.#pipe(endpoint, response, meter, call, controller, reply) : await this.#whole(response, meter, reply);
+      facts.promptTokens = meter.promptTokens;
+      facts.billed = [{ numTokens: meter.numOutputTokens }];
+      if (outcome === null) return;
+      const m = this.#d.obs?.metrics;
+      if (m != null && outcome !== 'error') {
+        if (meter.promptTokens !== null) m.promptTokens(meter.promptTokens);
+        if (!stream) m.generationTokens(meter.numOutputTokens);
+      }
+      this.#d.obs?.finished(record(outcome, meter), outcome, traceparentOf(req), req.id);
+    } finally {
+      ticket?.release();
+    }
+  }
+
+  /** TTFT and ITL into the shared histograms, tokens into the generation counter. */
+  #sink(): MeterSink | null {
+    const m = this.#d.obs?.metrics ?? null;
+    if (m === null) return null;
+    return {
+      firstToken: (ms) => {
+        m.ttft.observe(ms / 1000);
+        m.generationTokens(1);
+      },
+      tokens: (count, gapMs) => {
+        for (let i = 0; i < count; i++) m.itl.observe(gapMs / 1000);
+        m.generationTokens(count);
+      },
+    };
+  }
+
+  /** A non-streamed answer (a completion, or an upstream's error): status, content type and body as they came. Null: not a generation that finished. */
+  async #whole(response: ForwardResponse, meter: StreamMeter, reply: FastifyReply): Promise<FinishReason | null> {
+    const parts: Uint8Array[] = [];
+    for await (const chunk of response.body) parts.push(chunk);
+    const body = Buffer.concat(parts);
+    if (response.status === 200) meter.whole(body);
+    await reply.code(response.status).header('content-type', response.contentType).send(body);
+    return response.status === 200 ? finishOf(meter.finishReason) : null;
+  }
+
+  /** A stream, event by event; ends with an error event (and [DONE]) if the upstream failed or the drain cut it. */
+  async #pipe(endpoint: Endpoint, response: ForwardResponse, meter: StreamMeter, call: Cut, controller: AbortController, reply: FastifyReply): Promise<FinishReason> {
+    const facts = reply.request.facts;
+    const headers = replyHeaders(reply);
+    reply.hijack();
+    const res = reply.raw;
+    const sse = new SseWriter(res);
+    const clock = this.#d.backend.clock;
+    let failure: string | null = null;
+    try {
+      sse.open({ ...headers, 'content-type': response.contentType });
+      for await (const chunk of response.body) {
+        const now = clock.nowMs();
+        if (!sse.closed) res.write(chunk);
+        facts.firstOutputMs ??= performance.now();
+        meter.events(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength), now);
+      }
+      if (endpoint !== 'responses' && !meter.sawDone) failure = 'The upstream ended the stream before it was complete.';
+    } catch (err) {
+      if (call.message !== null) failure = call.message;
+      else if (!controller.signal.aborted) failure = `The upstream failed mid-stream: ${(err as Error).message}`;
+    } finally {
+      if (failure !== null) {
+        facts.errorCode = 'engine_failure';
+        const e = new ApiError('engine_failure', failure).toBody();
+        if (endpoint === 'responses') sse.send({ type: 'error', code: e.error.code, message: e.error.message, param: null }, 'error');
+        else sse.send(e);
+        if (endpoint !== 'responses' && !meter.sawDone) sse.done();
+      }
+      sse.end();
+    }
+    if (failure !== null) return call.message !== null ? 'abort' : 'error';
+    if (controller.signal.aborted) return 'abort';
+    if (meter.sawError) return 'error';
+    return finishOf(meter.finishReason);
+  }
+}
+
+/** Set when the drain deadline cut the request: the message its client gets. */
+interface Cut {
+  message: string | null;
+}
+
+function finishOf(reason: string | null): FinishReason {
+  return reason === 'length' ? 'length' : 'stop';
+}
+
+function traceparentOf(req: FastifyRequest): string | undefined {
+  return typeof req.headers.traceparent === 'string' ? req.headers.traceparent : undefined;
+}
+
+function upstreamHeaders(req: FastifyRequest): Record<string, string> {
+  const out: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': req.id };
+  for (const h of PASSED_HEADERS) {
+    const v = req.headers[h];
+    if (typeof v === 'string') out[h] = v;
+  }
+  return out;
+}

@@ -1,0 +1,141 @@
+// `headroom gateway --upstream URL [--upstream URL ...]`: the same OpenAI front door in front of
+// upstream OpenAI-compatible servers (vLLM, SGLang, llama-server, other Headroom servers) instead of
+// a local model. Options as `serve` reads them (flag > HEADROOM_GATEWAY_<FLAG> > --config file >
+// default; in a file, `upstream:` takes a list); the serving ones are shared (front-door.ts).
+//
+// Order: parse flags → listen (a busy port fails here) → probe the upstreams → ready once one is
+// healthy. Signals and exit codes as `serve`: SIGTERM/SIGINT drains (0, or 2 past the deadline).
+
+import type { Command } from 'commander';
+import { Option } from 'commander';
+import type { Gateway } from '../../gateway.ts';
+import { EXIT_CODES, StartupError, startupErrorLine } from '../startup-errors.ts';
+import { effectiveConfig, originNote } from '../config.ts';
+import { debugEnabled } from '../user-error.ts';
+import { addFlowOptions, addServerOptions, flowOption, int, keysOf, onSignals, serverConfigOf } from './front-door.ts';
+import type { FlowFlags, ServerFlags } from './front-door.ts';
+import type { EffectiveConfig } from '../config.ts';
+
+interface GatewayFlags extends ServerFlags, FlowFlags {
+  upstream: string[];
+  healthIntervalMs: string;
+  scrapeIntervalMs: string;
+  probeTimeoutMs: string;
+  ejectAfter: string;
+  scrapeMetrics: 'on' | 'off';
+  metricsStaleMs: string;
+  maxAttempts: string;
+  connectTimeoutMs: string;
+  upstreamTimeoutMs: string;
+  prefixWeight: string;
+  queueWeight: string;
+  kvWeight: string;
+  saturationQueue: string;
+  saturationKv: string;
+  upstreamMaxInflight: string;
+  affinityUnitBytes: string;
+  affinityCapacityBytes: string;
+}
+
+const number = (name: string, v: string, ok: (n: number) => boolean, expected: string): number => {
+  const n = Number(v);
+  if (v.trim() === '' || !Number.isFinite(n) || !ok(n)) throw new StartupError(`--${name}: expected ${expected}, got '${v}'`);
+  return n;
+};
+const positiveInt = (name: string, v: string): number => {
+  const n = int(name, v);
+  if (n < 1) throw new StartupError(`--${name}: expected an integer ≥ 1, got '${v}'`);
+  return n;
+};
+
+export function registerGatewayCommand(program: Command): void {
+  const cmd = program
+    .command('gateway')
+    .description('serve the OpenAI API in front of upstream OpenAI-compatible servers (gateway mode)')
+    .option('--upstream <url>', 'an upstream server (http://host:port, with or without /v1); repeatable, at least one', (v: string, prev: string[]) => [...prev, v], [] as string[])
+    .option('--health-interval-ms <ms>', 'probe every upstream (GET /health) this often', '1000')
+    .option('--probe-timeout-ms <ms>', 'a probe or metrics scrape taking longer fails', '2000')
+    .option('--eject-after <n>', 'failed probes in a row that eject an upstream (a request that cannot reach it ejects it at once)', '2')
+    .addOption(new Option('--scrape-metrics <on|off>', "read each upstream's /metrics (queue depth, KV use: vLLM, SGLang, llama-server and Headroom names); off: the picker sees only the gateway's own in-flight counts").choices(['on', 'off']).default('on'))
+    .option('--scrape-interval-ms <ms>', "read each upstream's /metrics this often", '500')
+    .option('--metrics-stale-ms <ms>', 'scraped load older than this counts as saturation', '5000')
+    .option('--max-attempts <n>', 'most upstreams one request is tried on before its first byte', '3')
+    .option('--connect-timeout-ms <ms>', 'connecting to an upstream taking longer fails over', '2000')
+    .option('--upstream-timeout-ms <ms>', "longest wait for an upstream's response headers, and longest silence inside its body", '300000')
+    .option('--prefix-weight <w>', 'picker: weight of prefix affinity (share of the prompt the upstream probably has cached)', '2')
+    .option('--queue-weight <w>', 'picker: weight of a short queue (scraped queue plus the gateway\'s in-flight requests)', '1')
+    .option('--kv-weight <w>', 'picker: weight of free KV cache', '1')
+    .option('--saturation-queue <n>', 'picker: an upstream with this many queued requests (scraped) is saturated: no affinity sends it more', '5')
+    .option('--saturation-kv <f>', 'picker: an upstream with this share of its KV cache in use is saturated, (0, 1]', '0.9')
+    .option('--upstream-max-inflight <n>', "picker: an upstream holding this many of the gateway's requests is saturated (0: no such bound)", '0')
+    .option('--affinity-unit-bytes <n>', 'prefix affinity: prompts are matched in units of this many bytes', '16')
+    .option('--affinity-capacity-bytes <n>', 'prefix affinity: most prompt bytes remembered per upstream (least recently used go first)', String(16 << 20));
+  addServerOptions(cmd);
+  addFlowOptions(cmd).action(async (f: GatewayFlags, c: Command) => {
+    const where = { host: f.host, port: Number(f.port) };
+    let gateway: Gateway;
+    try {
+      gateway = await build(f, effectiveConfig(c));
+      await gateway.listen();
+      onSignals({ app: gateway.app, get loaded() { return gateway.lifecycle.warm; }, drain: () => gateway.drain() }, 'a healthy upstream');
+      await gateway.backend.pool.start();
+    } catch (err) {
+      const line = startupErrorLine(err, where);
+      console.error(`headroom: error: ${line}${originNote(c, line)}`);
+      if (debugEnabled() && err instanceof Error) console.error(err.stack);
+      process.exit(EXIT_CODES.startupFailure);
+    }
+  });
+}
+
+async function build(f: GatewayFlags, config: EffectiveConfig): Promise<Gateway> {
+  if (f.upstream.length === 0) throw new StartupError('--upstream: give at least one upstream server URL (repeatable), or `upstream:` as a list in --config');
+  const { normalizeUpstreamUrl } = await import('../../proxy/upstream.ts');
+  for (const u of f.upstream) {
+    try {
+      normalizeUpstreamUrl(u);
+    } catch (err) {
+      throw new StartupError(`--upstream: ${(err as Error).message}`, { cause: err });
+    }
+  }
+  const weight = (name: string, v: string): number => number(name, v, (n) => n >= 0, 'a number ≥ 0');
+  const maxInFlight = int('upstream-max-inflight', f.upstreamMaxInflight);
+  if (maxInFlight < 0) throw new StartupError(`--upstream-max-inflight: expected an integer ≥ 0, got '${f.upstreamMaxInflight}'`);
+  const unit = positiveInt('affinity-unit-bytes', f.affinityUnitBytes);
+  const capacity = positiveInt('affinity-capacity-bytes', f.affinityCapacityBytes);
+  if (capacity < unit) throw new StartupError(`--affinity-capacity-bytes: expected at least --affinity-unit-bytes (${unit}), got '${f.affinityCapacityBytes}'`);
+  const options = {
+    upstreams: f.upstream,
+    server: serverConfigOf(f),
+    pool: {
+      healthIntervalMs: positiveInt('health-interval-ms', f.healthIntervalMs),
+      scrapeIntervalMs: positiveInt('scrape-interval-ms', f.scrapeIntervalMs),
+      probeTimeoutMs: positiveInt('probe-timeout-ms', f.probeTimeoutMs),
+      ejectAfterFailures: positiveInt('eject-after', f.ejectAfter),
+      scrapeMetrics: f.scrapeMetrics === 'on',
+      affinityUnit: unit,
+      affinityCapacity: capacity,
+    },
+    picker: {
+      prefixWeight: weight('prefix-weight', f.prefixWeight),
+      queueWeight: weight('queue-weight', f.queueWeight),
+      kvWeight: weight('kv-weight', f.kvWeight),
+      saturationQueue: positiveInt('saturation-queue', f.saturationQueue),
+      saturationKv: number('saturation-kv', f.saturationKv, (n) => n > 0 && n <= 1, 'a number in (0, 1]'),
+      maxInFlight: maxInFlight === 0 ? Infinity : maxInFlight,
+      staleMs: positiveInt('metrics-stale-ms', f.metricsStaleMs),
+    },
+    proxy: {
+      maxAttempts: positiveInt('max-attempts', f.maxAttempts),
+      connectTimeoutMs: positiveInt('connect-timeout-ms', f.connectTimeoutMs),
+      upstreamTimeoutMs: positiveInt('upstream-timeout-ms', f.upstreamTimeoutMs),
+    },
+    obs: { metrics: f.metrics, ...(f.otelEndpoint === undefined ? {} : { otelEndpoint: f.otelEndpoint }) },
+    keys: keysOf(f),
+    ...flowOption(f),
+    statsExtra: () => ({ config }),
+  };
+  // Imported here, after the flags are checked: `--help` and a bad flag never load the server.
+  const { Gateway } = await import('../../gateway.ts');
+  return new Gateway(options);
+}

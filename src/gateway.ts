@@ -1,0 +1,155 @@
+// Wires the upstream pool, the picker, the ProxyBackend and the HTTP server into one Headroom
+// process in gateway mode (app.ts is engine mode; the HTTP server is the same code).
+//
+// Lifecycle: listen first (a busy port fails at once), then probe every upstream. The API turns
+// ready when the first upstream is healthy and has said what it serves (until then generation
+// answers 503 `loading`, as an engine loading its model does); later ejections do not turn it back:
+// requests then get 503 `no_upstream` with Retry-After. A drain refuses new requests and lets
+// in-flight ones finish until the deadline; past it each remaining one is cut (a stream gets an SSE
+// error event and [DONE]) and the server closes anyway.
+
+import type { FastifyInstance } from 'fastify';
+import { ActiveRequests } from './api/active-requests.ts';
+import type { KeyRing } from './api/auth.ts';
+import type { ServerConfig } from './api/config.ts';
+import { ConnectionGuard } from './api/connections.ts';
+import type { LogDestination } from './api/logger.ts';
+import type { Lifecycle } from './api/server.ts';
+import { buildServer } from './api/server.ts';
+import type { DrainOutcome } from './app.ts';
+import type { Clock } from './engine/clock.ts';
+import { monotonicClock } from './engine/clock.ts';
+import type { FlowControl } from './flow/flow-control.ts';
+import { registerGatewayMetrics } from './obs/gateway-metrics.ts';
+import type { ObservabilityOptions } from './obs/observability.ts';
+import { Observability } from './obs/observability.ts';
+import { Picker } from './proxy/picker.ts';
+import type { PickerOptions } from './proxy/picker.ts';
+import type { PoolOptions } from './proxy/pool.ts';
+import { UpstreamPool } from './proxy/pool.ts';
+import { ProxyBackend } from './proxy/proxy-backend.ts';
+import type { ProxyOptions } from './proxy/proxy-backend.ts';
+import { normalizeUpstreamUrl } from './proxy/upstream.ts';
+
+export interface GatewayOptions {
+  /** Base URLs of the upstream OpenAI servers (http://host:port, with or without /v1). */
+  readonly upstreams: readonly string[];
+  readonly server: ServerConfig;
+  readonly pool: Omit<PoolOptions, 'clock'>;
+  readonly picker: PickerOptions;
+  readonly proxy: Omit<ProxyOptions, 'retryAfterS'>;
+  /** Metrics (on unless `metrics: false`) and tracing (with `otelEndpoint`). */
+  readonly obs?: Omit<ObservabilityOptions, 'sloMs' | 'modelName'>;
+  readonly fdLimit?: number;
+  readonly clock?: Clock;
+  readonly keys?: KeyRing | null;
+  readonly flow?: FlowControl;
+  readonly logDestination?: LogDestination;
+  readonly statsExtra?: () => Record<string, unknown>;
+}
+
+/** After the deadline cuts the remaining requests, how long their last bytes get to leave. */
+const CUT_FLUSH_MS = 1000;
+
+export class Gateway {
+  readonly app: FastifyInstance;
+  readonly lifecycle: Lifecycle = { warm: false };
+  readonly active = new ActiveRequests();
+  readonly connections: ConnectionGuard;
+  readonly backend: ProxyBackend;
+  readonly #opts: GatewayOptions;
+  #obs: Observability | null = null;
+  #address = '';
+
+  constructor(opts: GatewayOptions) {
+    this.#opts = opts;
+    const clock = opts.clock ?? monotonicClock;
+    const urls = opts.upstreams.map(normalizeUpstreamUrl);
+    const pool = new UpstreamPool(urls, { ...opts.pool, clock });
+    this.backend = new ProxyBackend(pool, new Picker(opts.picker), clock, { ...opts.proxy, retryAfterS: Math.max(opts.server.retryAfterS, Math.ceil(opts.pool.healthIntervalMs / 1000)) });
+    this.connections = new ConnectionGuard({ maxConnections: opts.server.maxConnections, maxConnectionsPerAddress: opts.server.maxConnectionsPerAddress, ...(opts.fdLimit === undefined ? {} : { fdLimit: opts.fdLimit }) });
+    this.app = buildServer({
+      backend: () => (this.lifecycle.warm ? this.backend : null),
+      config: opts.server,
+      lifecycle: this.lifecycle,
+      active: this.active,
+      connections: this.connections,
+      obs: () => this.#obs,
+      metrics: opts.obs?.metrics !== false,
+      ...(opts.keys == null ? {} : { keys: opts.keys }),
+      ...(opts.flow === undefined ? {} : { flow: opts.flow }),
+      ...(opts.logDestination === undefined ? {} : { logDestination: opts.logDestination }),
+      statsExtra: () => ({ ...(opts.flow === undefined ? {} : { flow: opts.flow.state() }), ...opts.statsExtra?.() }),
+    });
+    pool.onHealthChange((u, from, to) => {
+      const line = `upstream ${u.url}: ${from} → ${to}${u.failure === null ? '' : ` (${u.failure})`}`;
+      if (to === 'ejected') this.app.log.warn(line);
+      else this.app.log.info(line);
+      if (to === 'healthy') this.#warm();
+    });
+  }
+
+  get obs(): Observability | null {
+    return this.#obs;
+  }
+
+  /** Listen, then probe the upstreams (ready once one is healthy). Returns the bound address. */
+  async start(): Promise<string> {
+    const address = await this.listen();
+    await this.backend.pool.start();
+    return address;
+  }
+
+  async listen(): Promise<string> {
+    this.#address = await this.app.listen({ host: this.#opts.server.host, port: this.#opts.server.port, listenTextResolver: (a) => `listening at ${a}; probing ${this.#opts.upstreams.length} upstreams` });
+    return this.#address;
+  }
+
+  /** Readiness off, refuse new requests, let in-flight ones finish until `deadlineMs`; past it, cut the rest. Then close. */
+  async drain(deadlineMs = this.#opts.server.drainTimeoutMs): Promise<DrainOutcome> {
+    const backend = this.backend;
+    backend.startDrain();
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<'deadline'>((r) => (timer = setTimeout(() => r('deadline'), deadlineMs)));
+    this.app.log.info(`draining: no new requests; in-flight ones have ${deadlineMs} ms to finish`);
+    const outcome = await Promise.race([backend.whenIdle().then(() => 'drained' as const), deadline]);
+    clearTimeout(timer);
+    if (outcome === 'deadline') {
+      this.app.log.warn(`drain deadline passed: ${this.active.size} running requests are cut`);
+      this.active.cutAll('The server is shutting down: its drain deadline passed before this request finished.');
+      await Promise.race([backend.whenIdle(), sleep(CUT_FLUSH_MS)]);
+      await sleep(50); // the cut streams' last frames are written on the next ticks
+    }
+    await this.close();
+    return outcome;
+  }
+
+  async close(): Promise<void> {
+    const closing = this.app.close();
+    this.app.server.closeAllConnections();
+    await closing;
+    await this.backend.close();
+    await this.#obs?.close();
+  }
+
+  /** The first healthy upstream: metrics start (labelled with its model) and the API turns ready. */
+  #warm(): void {
+    if (this.lifecycle.warm) return;
+    const opts = this.#opts;
+    const modelName = this.backend.models()[0] ?? 'unknown';
+    this.#obs = new Observability(null, {
+      sloMs: opts.server.sloMs,
+      modelName,
+      ...(opts.keys == null ? {} : { tenants: opts.keys.tenants() }),
+      ...(opts.flow === undefined ? {} : { flow: opts.flow }),
+      ...opts.obs,
+    });
+    if (this.#obs.metrics !== null) registerGatewayMetrics(this.#obs.metrics.registry, this.backend);
+    this.lifecycle.warm = true;
+    this.app.log.info(`gateway for ${this.backend.models().join(', ')} on ${this.#address}; ready`);
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

@@ -1,0 +1,238 @@
+// The upstream pool: the one owner of every upstream's state (upstream.ts). It probes each
+// upstream's health and reads its /metrics on a timer, ejects what stops answering, takes it back
+// when it answers again, and counts the gateway's own requests in flight to each.
+//
+//   probe    GET /health within probeTimeoutMs. 2xx → healthy, unless a Headroom body says it is
+//            loading or draining. `ejectAfterFailures` failed probes in a row → ejected. One good
+//            probe takes an ejected (or new) upstream back; its /v1/models is read then.
+//   passive  a request that cannot reach an upstream (connection refused, reset before its first
+//            byte) ejects it at once (`reportFailure`): the next good probe takes it back.
+//   scrape   GET /metrics every scrapeIntervalMs (scrape.ts); a failed scrape keeps the old value,
+//            which goes stale: the picker treats stale load as saturation.
+//
+// Rounds run one after another (a timer set when the last one ended), so a slow upstream never
+// piles probes up; `checkNow` runs one round at once (startup, tests). Listeners hear each change
+// of health, so tests wait on events instead of sleeping.
+
+import { Agent, request } from 'undici';
+import type { Clock } from '../engine/clock.ts';
+import { AffinityTrie } from './affinity.ts';
+import { parseLoad } from './scrape.ts';
+import { Upstream } from './upstream.ts';
+import type { UpstreamHealth, UpstreamSnapshot } from './upstream.ts';
+
+export interface PoolOptions {
+  readonly healthIntervalMs: number;
+  readonly scrapeIntervalMs: number;
+  /** A probe or scrape taking longer fails. */
+  readonly probeTimeoutMs: number;
+  /** Failed probes in a row that eject an upstream. */
+  readonly ejectAfterFailures: number;
+  /** Read /metrics (off: the picker sees only the gateway's own in-flight counts). */
+  readonly scrapeMetrics: boolean;
+  /** Prefix-affinity trie per upstream: matching unit (bytes) and capacity (bytes). */
+  readonly affinityUnit: number;
+  readonly affinityCapacity: number;
+  readonly clock: Clock;
+}
+
+export type HealthListener = (u: Upstream, from: UpstreamHealth, to: UpstreamHealth) => void;
+
+export class UpstreamPool {
+  readonly upstreams: readonly Upstream[];
+  readonly #opts: PoolOptions;
+  readonly #agent: Agent;
+  readonly #listeners: HealthListener[] = [];
+  #healthTimer: NodeJS.Timeout | null = null;
+  #scrapeTimer: NodeJS.Timeout | null = null;
+  #closed = false;
+
+  constructor(urls: readonly string[], opts: PoolOptions) {
+    if (urls.length === 0) throw new Error('UpstreamPool: expected at least one upstream URL');
+    if (new Set(urls).size !== urls.length) throw new Error(`UpstreamPool: expected distinct upstream URLs, got ${urls.join(', ')}`);
+    for (const k of ['healthIntervalMs', 'scrapeIntervalMs', 'probeTimeoutMs', 'ejectAfterFailures'] as const) {
+      if (!Number.isInteger(opts[k]) || opts[k] <= 0) throw new Error(`UpstreamPool: expected ${k} to be a positive integer, got ${opts[k]}`);
+    }
+    this.#opts = opts;
+    this.upstreams = urls.map((url, i) => new Upstream(url, i, new AffinityTrie({ unit: opts.affinityUnit, capacity: opts.affinityCapacity })));
+    this.#agent = new Agent({ connectTimeout: opts.probeTimeoutMs, headersTimeout: opts.probeTimeoutMs, bodyTimeout: opts.probeTimeoutMs, keepAliveTimeout: 10_000 });
+  }
+
+  // ---- public API ----
+
+  onHealthChange(listener: HealthListener): void {
+    this.#listeners.push(listener);
+  }
+
+  /** Probe and scrape now, then keep doing it on the timers. */
+  async start(): Promise<void> {
+    await this.checkNow();
+    this.#scheduleHealth();
+    this.#scheduleScrape();
+  }
+
+  /** One probe of every upstream, then one scrape, in parallel across upstreams. */
+  async checkNow(): Promise<void> {
+    await Promise.all(this.upstreams.map((u) => this.#probe(u)));
+    await this.scrapeNow();
+  }
+
+  async scrapeNow(): Promise<void> {
+    if (!this.#opts.scrapeMetrics) return;
+    await Promise.all(this.upstreams.filter((u) => u.health === 'healthy').map((u) => this.#scrape(u)));
+  }
+
+  /** The upstreams a request may go to now. */
+  healthy(): Upstream[] {
+    return this.upstreams.filter((u) => u.health === 'healthy');
+  }
+
+  /** Whether `u`'s scraped load is too old to trust (or there is none): the picker counts it saturated. */
+  isStale(u: Upstream, staleMs: number): boolean {
+    if (!this.#opts.scrapeMetrics) return false;
+    return u.loadAtMs === null || this.#opts.clock.nowMs() - u.loadAtMs > staleMs;
+  }
+
+  get scrapesMetrics(): boolean {
+    return this.#opts.scrapeMetrics;
+  }
+
+  /** A request could not reach `u`: out of the pool until a probe answers. */
+  reportFailure(u: Upstream, reason: string): void {
+    u.numFailures++;
+    this.#setHealth(u, 'ejected', reason);
+  }
+
+  /** A request goes to `u` (paired with `release`). */
+  acquire(u: Upstream, affinityKey: readonly number[]): void {
+    u.numInFlight++;
+    u.numForwarded++;
+    u.affinity.insert(affinityKey);
+  }
+
+  release(u: Upstream): void {
+    if (u.numInFlight <= 0) throw new Error(`bug: release of ${u.url} with nothing in flight`);
+    u.numInFlight--;
+  }
+
+  snapshot(): UpstreamSnapshot[] {
+    const now = this.#opts.clock.nowMs();
+    return this.upstreams.map((u) => u.snapshot(now));
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#healthTimer !== null) clearTimeout(this.#healthTimer);
+    if (this.#scrapeTimer !== null) clearTimeout(this.#scrapeTimer);
+    await this.#agent.close();
+  }
+
+  // ---- helpers ----
+
+  #scheduleHealth(): void {
+    if (this.#closed) return;
+    this.#healthTimer = setTimeout(() => {
+      void Promise.all(this.upstreams.map((u) => this.#probe(u))).then(() => this.#scheduleHealth());
+    }, this.#opts.healthIntervalMs);
+    this.#healthTimer.unref();
+  }
+
+  #scheduleScrape(): void {
+    if (this.#closed || !this.#opts.scrapeMetrics) return;
+    this.#scrapeTimer = setTimeout(() => {
+      void this.scrapeNow().then(() => this.#scheduleScrape());
+    }, this.#opts.scrapeIntervalMs);
+    this.#scrapeTimer.unref();
+  }
+
+  async #probe(u: Upstream): Promise<void> {
+    const problem = await this.#healthProblem(u);
+    if (this.#closed) return;
+    if (problem === null) {
+      u.consecutiveFailures = 0;
+      if (u.health !== 'healthy') {
+        // Back (or new): learn what it serves before it is picked.
+        const models = await this.#models(u);
+        if (models === null) return;
+        if (this.#opts.scrapeMetrics) await this.#scrape(u);
+        this.#setHealth(u, 'healthy', null);
+      }
+      return;
+    }
+    u.consecutiveFailures++;
+    if (u.health === 'healthy' && u.consecutiveFailures < this.#opts.ejectAfterFailures) return;
+    if (u.health === 'healthy') u.numFailures++;
+    this.#setHealth(u, 'ejected', problem);
+  }
+
+  /** Null when the upstream answers its health probe as ready; otherwise why not. */
+  async #healthProblem(u: Upstream): Promise<string | null> {
+    try {
+      const res = await request(`${u.url}/health`, { dispatcher: this.#agent, signal: AbortSignal.timeout(this.#opts.probeTimeoutMs) });
+      const text = await res.body.text();
+      if (res.statusCode < 200 || res.statusCode >= 300) return `/health answered ${res.statusCode}`;
+      // A Headroom upstream says when it is loading or draining (its /health stays 200 for both).
+      const body = parseJson(text) as { loading?: unknown; draining?: unknown } | null;
+      if (body?.draining === true) return 'draining';
+      if (body?.loading === true) return 'loading';
+      return null;
+    } catch (err) {
+      return `/health failed: ${describe(err)}`;
+    }
+  }
+
+  async #models(u: Upstream): Promise<readonly string[] | null> {
+    try {
+      const res = await request(`${u.url}/v1/models`, { dispatcher: this.#agent, signal: AbortSignal.timeout(this.#opts.probeTimeoutMs) });
+      const body = parseJson(await res.body.text()) as { data?: { id?: unknown; max_model_len?: unknown }[] } | null;
+      if (res.statusCode !== 200 || !Array.isArray(body?.data)) {
+        this.#setHealth(u, 'ejected', `/v1/models answered ${res.statusCode} without a model list`);
+        return null;
+      }
+      const models = body.data.map((m) => m.id).filter((id): id is string => typeof id === 'string');
+      const lens = body.data.map((m) => m.max_model_len).filter((n): n is number => typeof n === 'number' && n > 0);
+      u.models = models;
+      u.contextTokens = lens.length > 0 ? Math.max(...lens) : null;
+      return models;
+    } catch (err) {
+      this.#setHealth(u, 'ejected', `/v1/models failed: ${describe(err)}`);
+      return null;
+    }
+  }
+
+  async #scrape(u: Upstream): Promise<void> {
+    try {
+      const res = await request(`${u.url}/metrics`, { dispatcher: this.#agent, signal: AbortSignal.timeout(this.#opts.probeTimeoutMs) });
+      const text = await res.body.text();
+      if (res.statusCode !== 200) return;
+      u.load = parseLoad(text);
+      u.loadAtMs = this.#opts.clock.nowMs();
+    } catch {
+      // Keeps the old value, which goes stale.
+    }
+  }
+
+  #setHealth(u: Upstream, to: UpstreamHealth, failure: string | null): void {
+    const from = u.health;
+    u.failure = failure;
+    if (from === to) return;
+    u.health = to;
+    if (to === 'healthy') u.consecutiveFailures = 0;
+    for (const l of this.#listeners) l(u, from, to);
+  }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return null;
+  }
+}
+
+export function describe(err: unknown): string {
+  const e = err as { code?: unknown; message?: unknown; cause?: { code?: unknown; message?: unknown } };
+  const code = typeof e?.cause?.code === 'string' ? e.cause.code : typeof e?.code === 'string' ? e.code : null;
+  const message = typeof e?.message === 'string' ? e.message : String(err);
+  return code === null ? message : `${code}: ${message}`;
+}

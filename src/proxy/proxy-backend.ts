@@ -1,0 +1,172 @@
+// Gateway mode's backend: the upstream pool behind the API's `ForwardingBackend` seam.
+//
+// Why forwarding, not `generate`. Engine mode's Backend yields token ids that the API detokenizes
+// and frames. An upstream (vLLM, SGLang, llama-server, another Headroom) returns text already
+// framed as OpenAI JSON or SSE, in its own tokenizer's terms, which the gateway does not have. So
+// the seam in gateway mode is a capability of its own: the API still does what it does for every
+// request (auth, validation of the envelope, flow control, the error catalog, request logs,
+// metrics, the drain), then hands the client's body, byte for byte, to `forward`, and pipes the
+// upstream's bytes back unchanged. Re-framing upstream text as tokens would change what clients
+// receive and cost a parse per token for nothing.
+//
+// What `forward` does:
+//   1. refuse at once while draining;
+//   2. pick a healthy upstream serving the request's model (picker.ts), count it in flight there,
+//      remember the prompt in its affinity trie;
+//   3. send it (forward.ts). Connection refused / reset / timeout before the first response byte:
+//      eject the upstream (pool.ts) and try another. 429, 502, 503, 504: try another, and pass the
+//      last such answer through if none is better. Any other status (a 4xx the upstream found in
+//      the request, a 200) goes to the client unchanged;
+//   4. no upstream left: refuse with `no_upstream` (503 + Retry-After).
+// The in-flight count is released exactly once: when the response body ends however it ends, or
+// when the client leaves.
+//
+// Invariant: nothing reaches the client before `forward` settles, so every failover is invisible.
+
+import { Agent } from 'undici';
+import type { BackendHealth, BackendInfo, ForwardRequest, ForwardResponse, ForwardResult, ForwardingBackend } from '../backend/backend.ts';
+import { refusal } from '../backend/refusal.ts';
+import type { Clock } from '../engine/clock.ts';
+import { attempt } from './forward.ts';
+import type { Picker } from './picker.ts';
+import type { UpstreamPool } from './pool.ts';
+import type { Upstream } from './upstream.ts';
+
+export interface ProxyOptions {
+  /** Most upstreams one request is tried on. */
+  readonly maxAttempts: number;
+  readonly connectTimeoutMs: number;
+  /** Longest wait for an upstream's response headers, and longest silence inside its body. */
+  readonly upstreamTimeoutMs: number;
+  /** Retry-After of a `no_upstream` refusal, seconds. */
+  readonly retryAfterS: number;
+}
+
+/** Statuses that say "not now, not here": another upstream may do better. */
+const RETRY_ELSEWHERE = new Set([429, 502, 503, 504]);
+
+/** Context length reported when no upstream says (the gateway checks no prompt size itself). */
+const UNKNOWN_CONTEXT = 0;
+
+export class ProxyBackend implements ForwardingBackend {
+  readonly clock: Clock;
+  readonly pool: UpstreamPool;
+  readonly #picker: Picker;
+  readonly #opts: ProxyOptions;
+  readonly #agent: Agent;
+  #draining = false;
+  #numInFlight = 0;
+  #numFailovers = 0;
+  #numNoUpstream = 0;
+  #idleWaiters: (() => void)[] = [];
+
+  constructor(pool: UpstreamPool, picker: Picker, clock: Clock, opts: ProxyOptions) {
+    if (!Number.isInteger(opts.maxAttempts) || opts.maxAttempts < 1) throw new Error(`ProxyBackend: expected maxAttempts to be an integer ≥ 1, got ${opts.maxAttempts}`);
+    this.pool = pool;
+    this.#picker = picker;
+    this.clock = clock;
+    this.#opts = opts;
+    this.#agent = new Agent({ connectTimeout: opts.connectTimeoutMs, headersTimeout: opts.upstreamTimeoutMs, bodyTimeout: opts.upstreamTimeoutMs, keepAliveTimeout: 10_000 });
+  }
+
+  get info(): BackendInfo {
+    const models = this.models();
+    const ctx = this.pool.upstreams.map((u) => u.contextTokens).filter((n): n is number => n !== null);
+    return { mode: 'gateway', modelId: models[0] ?? '', contextTokens: ctx.length > 0 ? Math.min(...ctx) : UNKNOWN_CONTEXT };
+  }
+
+  /**
+   * The models the upstreams have said they serve, in upstream order (the first is the canonical
+   * one, in metrics). Ejected upstreams' models stay: a request for one gets 503 no_upstream
+   * (retry later), not 404 (a model that does not exist).
+   */
+  models(): readonly string[] {
+    const seen = new Set<string>();
+    for (const u of this.pool.upstreams) for (const m of u.models) seen.add(m);
+    return [...seen];
+  }
+
+  health(): BackendHealth {
+    return { ok: true, draining: this.#draining, failure: null };
+  }
+
+  get numInFlight(): number {
+    return this.#numInFlight;
+  }
+
+  get numFailovers(): number {
+    return this.#numFailovers;
+  }
+
+  stats(): Record<string, unknown> {
+    return { gateway: { numInFlight: this.#numInFlight, numFailovers: this.#numFailovers, numNoUpstream: this.#numNoUpstream, upstreams: this.pool.snapshot() } };
+  }
+
+  /** Refuse new requests from now on; in-flight ones go on. */
+  startDrain(): void {
+    this.#draining = true;
+  }
+
+  /** Resolves once no forwarded response is in flight. */
+  whenIdle(): Promise<void> {
+    if (this.#numInFlight === 0) return Promise.resolve();
+    return new Promise((r) => this.#idleWaiters.push(r));
+  }
+
+  async forward(req: ForwardRequest, signal: AbortSignal): Promise<ForwardResult> {
+    if (this.#draining) return { ok: false, refusal: refusal('draining') };
+    const tried = new Set<Upstream>();
+    let fallback: ForwardResponse | null = null;
+    for (let n = 0; n < this.#opts.maxAttempts; n++) {
+      const candidates = this.pool.healthy().filter((u) => !tried.has(u) && u.models.includes(req.model));
+      const pick = this.#picker.pick(candidates, req.affinityKey, this.pool);
+      const u = pick.upstream;
+      if (u === null) break;
+      tried.add(u);
+      if (n > 0) this.#numFailovers++;
+      this.pool.acquire(u, req.affinityKey);
+      this.#numInFlight++;
+      let released = false;
+      const release = (): void => {
+        if (released) return;
+        released = true;
+        this.pool.release(u);
+        if (--this.#numInFlight === 0) for (const w of this.#idleWaiters.splice(0)) w();
+      };
+      const a = await attempt({ url: `${u.url}${req.path}`, body: req.body, headers: req.headers }, this.#agent, signal).catch((err: unknown) => {
+        release();
+        throw err;
+      });
+      if (a.kind !== 'response' || a.rest === null) release();
+      if (a.kind === 'aborted') throw new DOMException('The client left before the upstream answered.', 'AbortError');
+      if (a.kind === 'unreachable') {
+        this.pool.reportFailure(u, a.reason);
+        continue;
+      }
+      // A stream is released when its body ends, or when the client leaves (undici then closes
+      // the upstream connection), even if the body was never iterated.
+      if (a.rest !== null) signal.addEventListener('abort', release, { once: true });
+      const response: ForwardResponse = { status: a.status, contentType: a.contentType, upstream: u.url, body: bodyOf(a.first, a.rest, release) };
+      if (!RETRY_ELSEWHERE.has(a.status)) return { ok: true, response };
+      fallback = response;
+    }
+    if (fallback !== null) return { ok: true, response: fallback };
+    this.#numNoUpstream++;
+    return { ok: false, refusal: refusal('no_upstream', { retryAfterS: this.#opts.retryAfterS }) };
+  }
+
+  async close(): Promise<void> {
+    await this.#agent.close().catch(() => undefined);
+    await this.pool.close();
+  }
+}
+
+/** The first bytes, then the rest; `release` runs once when the body is over, however it ends. */
+async function* bodyOf(first: Buffer, rest: AsyncIterable<Uint8Array> | null, release: () => void): AsyncGenerator<Uint8Array> {
+  try {
+    if (first.length > 0) yield first;
+    if (rest !== null) yield* rest;
+  } finally {
+    release();
+  }
+}

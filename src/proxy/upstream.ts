@@ -1,0 +1,85 @@
+// One upstream OpenAI-compatible server as the gateway sees it: whether it answers, what it serves,
+// how loaded it said it was, how many of the gateway's requests it holds, and the prefix trie of
+// what was sent there. The pool (pool.ts) is the one owner of this state; everyone else reads it.
+
+import type { AffinityTrie } from './affinity.ts';
+import type { UpstreamLoad } from './scrape.ts';
+
+export type UpstreamHealth =
+  /** Not probed yet: never picked. */
+  | 'unknown'
+  | 'healthy'
+  /** Failed its probes (or a request could not reach it): never picked until a probe succeeds. */
+  | 'ejected';
+
+export interface UpstreamSnapshot {
+  readonly url: string;
+  readonly health: UpstreamHealth;
+  /** Why it was last ejected (null while healthy). */
+  readonly failure: string | null;
+  readonly models: readonly string[];
+  readonly numInFlight: number;
+  readonly load: UpstreamLoad | null;
+  /** Age of `load`, ms (null: never scraped). */
+  readonly loadAgeMs: number | null;
+  readonly numForwarded: number;
+  readonly numFailures: number;
+  readonly affinityTokens: number;
+}
+
+export class Upstream {
+  /** Base URL without a trailing slash, as configured. */
+  readonly url: string;
+  /** Position in the configured list: the stable id in metrics and picks. */
+  readonly index: number;
+  readonly affinity: AffinityTrie;
+  health: UpstreamHealth = 'unknown';
+  failure: string | null = null;
+  consecutiveFailures = 0;
+  models: readonly string[] = [];
+  /** Largest context the upstream reported (max_model_len), or null. */
+  contextTokens: number | null = null;
+  load: UpstreamLoad | null = null;
+  /** Clock ms of the last successful scrape. */
+  loadAtMs: number | null = null;
+  numInFlight = 0;
+  numForwarded = 0;
+  numFailures = 0;
+
+  constructor(url: string, index: number, affinity: AffinityTrie) {
+    this.url = url;
+    this.index = index;
+    this.affinity = affinity;
+  }
+
+  snapshot(nowMs: number): UpstreamSnapshot {
+    return {
+      url: this.url,
+      health: this.health,
+      failure: this.failure,
+      models: this.models,
+      numInFlight: this.numInFlight,
+      load: this.load,
+      loadAgeMs: this.loadAtMs === null ? null : Math.round(nowMs - this.loadAtMs),
+      numForwarded: this.numForwarded,
+      numFailures: this.numFailures,
+      affinityTokens: this.affinity.numTokens,
+    };
+  }
+}
+
+/** A base URL as the pool keeps it: http(s), no trailing slash, no query; anything else is refused with the reason. */
+export function normalizeUpstreamUrl(raw: string): string {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new Error(`expected an upstream URL like http://host:8000, got '${raw}'`);
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`expected an http:// or https:// upstream URL, got '${raw}'`);
+  if (u.search !== '' || u.hash !== '') throw new Error(`expected an upstream URL without query or fragment, got '${raw}'`);
+  if (u.username !== '' || u.password !== '') throw new Error(`expected an upstream URL without credentials, got '${raw}'`);
+  // A base given with /v1 means the same server: requests add /v1/... themselves.
+  const path = u.pathname.replace(/\/+$/, '').replace(/\/v1$/, '');
+  return `${u.protocol}//${u.host}${path}`;
+}
