@@ -1,0 +1,203 @@
+// The time to first token that gateway mode adds, against the upstream called directly, with nginx
+// (Debian's package, a plain reverse proxy with buffering off) as the reference point. Streaming
+// chat completions to the stub upstream (bench/gateway/stub-server.ts: four chunks at once, no
+// model), open loop at --rate requests/s. The three arms — direct, gateway, nginx — run in turn in
+// every round, the order rotated per round, so machine noise falls on all of them alike; each run
+// starts with a second of warm-up that is not recorded.
+//
+// TTFT is timed from the request's intended send time (the open-loop schedule) to the first body
+// chunk holding `data:`, so a client or proxy that falls behind pays for it. "Added" is an arm's
+// TTFT quantile minus the direct arm's in the same round; the table gives the median over rounds
+// with [min, max].
+//
+//   node --import tsx bench/gateway/overhead.ts [--rate 500] [--seconds 10] [--rounds 5] [--connections 64] [--out results/gateway/overhead]
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { parseArgs } from 'node:util';
+import { Pool } from 'undici';
+
+const { values } = parseArgs({
+  options: {
+    rate: { type: 'string', default: '500' },
+    seconds: { type: 'string', default: '10' },
+    rounds: { type: 'string', default: '5' },
+    connections: { type: 'string', default: '64' },
+    out: { type: 'string', default: 'results/gateway/overhead' },
+  },
+});
+const RATE = Number(values.rate);
+const SECONDS = Number(values.seconds);
+const ROUNDS = Number(values.rounds);
+const CONNECTIONS = Number(values.connections);
+const WARMUP_S = 1;
+const GATEWAY_PORT = 8341;
+const NGINX_PORT = 8342;
+
+const children: ChildProcess[] = [];
+const tmp = mkdtempSync(path.join(os.tmpdir(), 'headroom-overhead-'));
+function cleanup(): void {
+  for (const c of children) c.kill('SIGTERM');
+  rmSync(tmp, { recursive: true, force: true });
+}
+process.on('exit', cleanup);
+
+/** Starts a process and resolves with its first stdout line (or '' once `ready` answers). */
+function start(cmd: string, args: string[], firstLine: boolean): Promise<string> {
+  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(child);
+  if (!firstLine) return Promise.resolve('');
+  return new Promise((resolve, reject) => {
+    createInterface({ input: child.stdout }).once('line', resolve);
+    child.once('exit', (code) => reject(new Error(`${cmd} exited with ${code}`)));
+  });
+}
+
+async function waitFor(url: string): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      // not up yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} never answered`);
+}
+
+const stubUrl = await start(process.execPath, ['--import', 'tsx', 'bench/gateway/stub-server.ts'], true);
+const stubPort = new URL(stubUrl).port;
+await start(process.execPath, ['bin/headroom.mjs', 'gateway', '--upstream', stubUrl, '--host', '127.0.0.1', '--port', String(GATEWAY_PORT), '--log-level', 'warn'], false);
+writeFileSync(
+  path.join(tmp, 'nginx.conf'),
+  `daemon off;
+worker_processes 1;
+user root;
+pid ${tmp}/nginx.pid;
+error_log ${tmp}/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path ${tmp}/body;
+  proxy_temp_path ${tmp}/proxy;
+  upstream stub { server 127.0.0.1:${stubPort}; keepalive 128; }
+  server {
+    listen 127.0.0.1:${NGINX_PORT};
+    location / {
+      proxy_pass http://stub;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+    }
+  }
+}
+`,
+);
+await start('nginx', ['-p', tmp, '-c', path.join(tmp, 'nginx.conf')], false);
+await waitFor(`http://127.0.0.1:${GATEWAY_PORT}/ready`);
+await waitFor(`http://127.0.0.1:${NGINX_PORT}/health`);
+
+const arms = { direct: stubUrl, gateway: `http://127.0.0.1:${GATEWAY_PORT}`, nginx: `http://127.0.0.1:${NGINX_PORT}` } as const;
+type Arm = keyof typeof arms;
+const body = JSON.stringify({ model: 'stub-model', stream: true, max_tokens: 4, messages: [{ role: 'user', content: 'How far is the river from the stone?' }] });
+
+interface RunResult {
+  readonly ttftMs: number[];
+  readonly errors: number;
+  readonly sent: number;
+}
+
+/** One open-loop run against `base`: `seconds` of arrivals at RATE, the first WARMUP_S not recorded. */
+async function run(base: string, seconds: number): Promise<RunResult> {
+  const pool = new Pool(base, { connections: CONNECTIONS, pipelining: 1 });
+  const ttft: number[] = [];
+  let errors = 0;
+  const total = Math.round(RATE * seconds);
+  const t0 = performance.now() + 20;
+  const inflight: Promise<void>[] = [];
+  let next = 0;
+  await new Promise<void>((done) => {
+    const tick = (): void => {
+      const now = performance.now();
+      while (next < total && t0 + (next * 1000) / RATE <= now) {
+        const intended = t0 + (next * 1000) / RATE;
+        const record = next >= RATE * WARMUP_S;
+        next++;
+        inflight.push(
+          (async () => {
+            try {
+              const res = await pool.request({ path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json' }, body });
+              let first = true;
+              for await (const chunk of res.body) {
+                if (first && (chunk as Buffer).includes('data:')) {
+                  first = false;
+                  if (record && res.statusCode === 200) ttft.push(performance.now() - intended);
+                }
+              }
+              if (res.statusCode !== 200) errors++;
+            } catch {
+              errors++;
+            }
+          })(),
+        );
+      }
+      if (next < total) setImmediate(tick);
+      else done();
+    };
+    tick();
+  });
+  await Promise.all(inflight);
+  await pool.close();
+  return { ttftMs: ttft, errors, sent: total };
+}
+
+const q = (xs: readonly number[], p: number): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? NaN : s[Math.min(s.length - 1, Math.floor(p * s.length))]!;
+};
+
+const names = Object.keys(arms) as Arm[];
+const rounds: Record<Arm, { p50: number; p99: number; n: number; errors: number }>[] = [];
+for (let r = 0; r < ROUNDS; r++) {
+  const row = {} as (typeof rounds)[number];
+  for (let k = 0; k < names.length; k++) {
+    const arm = names[(k + r) % names.length]!;
+    const res = await run(arms[arm], SECONDS + WARMUP_S);
+    row[arm] = { p50: q(res.ttftMs, 0.5), p99: q(res.ttftMs, 0.99), n: res.ttftMs.length, errors: res.errors };
+    process.stderr.write(`round ${r} ${arm}: p50 ${row[arm].p50.toFixed(2)} ms, p99 ${row[arm].p99.toFixed(2)} ms, ${res.ttftMs.length} recorded, ${res.errors} errors\n`);
+  }
+  rounds.push(row);
+}
+
+const med = (xs: number[]): string => {
+  const s = [...xs].sort((a, b) => a - b);
+  return `${s[Math.floor(s.length / 2)]!.toFixed(2)} [${s[0]!.toFixed(2)}, ${s.at(-1)!.toFixed(2)}]`;
+};
+const lines = [
+  '# TTFT added by gateway mode, and by nginx, over calling the upstream directly',
+  '',
+  `Generated by \`node --import tsx bench/gateway/overhead.ts --rate ${RATE} --seconds ${SECONDS} --rounds ${ROUNDS} --connections ${CONNECTIONS}\`:`,
+  `streaming chat completions to the stub upstream (four chunks at once), open loop at ${RATE} requests/s, ${SECONDS} s per arm per round after ${WARMUP_S} s`,
+  `of warm-up, ${ROUNDS} rounds with the arm order rotated; a client pool of ${CONNECTIONS} keep-alive connections. TTFT runs from the`,
+  'intended send time to the first `data:` chunk. Each cell is the median over rounds [min, max], ms; "added" is the arm minus',
+  `the direct arm in the same round. Machine: ${os.cpus().length} × ${os.cpus()[0]?.model ?? '?'}, Node ${process.version}; client, stub, gateway and nginx`,
+  'share it (nginx: one worker).',
+  '',
+  '| arm | TTFT p50 | TTFT p99 | added p50 | added p99 | recorded per run | errors |',
+  '|---|---|---|---|---|---|---|',
+];
+for (const arm of names) {
+  const p50 = rounds.map((r) => r[arm].p50);
+  const p99 = rounds.map((r) => r[arm].p99);
+  const a50 = rounds.map((r) => r[arm].p50 - r.direct.p50);
+  const a99 = rounds.map((r) => r[arm].p99 - r.direct.p99);
+  lines.push(`| ${arm} | ${med(p50)} | ${med(p99)} | ${arm === 'direct' ? '-' : med(a50)} | ${arm === 'direct' ? '-' : med(a99)} | ${med(rounds.map((r) => r[arm].n)).replace(/\.00/g, '')} | ${rounds.reduce((s, r) => s + r[arm].errors, 0)} |`);
+}
+mkdirSync(values.out, { recursive: true });
+writeFileSync(path.join(values.out, 'rounds.json'), `${JSON.stringify({ rate: RATE, seconds: SECONDS, rounds, machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version, loadavg: os.loadavg() } }, null, 1)}\n`);
+writeFileSync(path.join(values.out, 'README.md'), `${lines.join('\n')}\n`);
+process.stdout.write(`${lines.join('\n')}\n`);
+cleanup();
+process.exit(0);
