@@ -16,6 +16,8 @@ import type { KeyRing } from './api/auth.ts';
 import type { LogDestination } from './api/logger.ts';
 import type { Lifecycle } from './api/server.ts';
 import { buildServer } from './api/server.ts';
+import { drainUntil } from './api/drain.ts';
+import type { DrainOutcome } from './api/drain.ts';
 import type { AdmissionController } from './admission/controller.ts';
 import type { AdmissionConfig } from './admission/factory.ts';
 import { createAdmissionController } from './admission/factory.ts';
@@ -62,10 +64,7 @@ export interface HeadroomOptions {
   readonly logDestination?: LogDestination;
 }
 
-export type DrainOutcome = 'drained' | 'deadline';
-
-/** After the deadline cuts the remaining requests, how long their last bytes get to leave. */
-const CUT_FLUSH_MS = 1000;
+export type { DrainOutcome } from './api/drain.ts';
 
 export class Headroom {
   readonly app: FastifyInstance;
@@ -170,17 +169,7 @@ export class Headroom {
       await this.close();
       return 'drained';
     }
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<'deadline'>((r) => (timer = setTimeout(() => r('deadline'), deadlineMs)));
-    this.app.log.info(`draining: no new requests; in-flight ones have ${deadlineMs} ms to finish`);
-    const outcome = await Promise.race([engine.drain().then(() => 'drained' as const), deadline]);
-    clearTimeout(timer);
-    if (outcome === 'deadline') {
-      this.app.log.warn(`drain deadline passed: ${this.active.size} running requests are cut`);
-      this.active.cutAll('The server is shutting down: its drain deadline passed before this request finished.');
-      await Promise.race([engine.whenIdle(), sleep(CUT_FLUSH_MS)]);
-      await sleep(50); // the cut streams' last frames are written on the next ticks
-    }
+    const outcome = await drainUntil(deadlineMs, { log: this.app.log, active: this.active, stop: () => engine.drain(), whenIdle: () => engine.whenIdle() });
     await this.close();
     return outcome;
   }
@@ -251,8 +240,4 @@ export class Headroom {
     if (!r.ok) throw new Error(`warm-up step failed: ${r.message}`);
     engine.seedAverages({ stepMs: decodeMs, prefillTokensPerS: (prompt.length * 1000) / Math.max(prefillMs, 1e-3), decodeTokensPerS: 1000 / Math.max(decodeMs, 1e-3) });
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }

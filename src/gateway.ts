@@ -16,7 +16,8 @@ import { ConnectionGuard } from './api/connections.ts';
 import type { LogDestination } from './api/logger.ts';
 import type { Lifecycle } from './api/server.ts';
 import { buildServer } from './api/server.ts';
-import type { DrainOutcome } from './app.ts';
+import { drainUntil } from './api/drain.ts';
+import type { DrainOutcome } from './api/drain.ts';
 import type { Clock } from './engine/clock.ts';
 import { monotonicClock } from './engine/clock.ts';
 import type { FlowControl } from './flow/flow-control.ts';
@@ -47,9 +48,6 @@ export interface GatewayOptions {
   readonly logDestination?: LogDestination;
   readonly statsExtra?: () => Record<string, unknown>;
 }
-
-/** After the deadline cuts the remaining requests, how long their last bytes get to leave. */
-const CUT_FLUSH_MS = 1000;
 
 export class Gateway {
   readonly app: FastifyInstance;
@@ -109,17 +107,7 @@ export class Gateway {
   async drain(deadlineMs = this.#opts.server.drainTimeoutMs): Promise<DrainOutcome> {
     const backend = this.backend;
     backend.startDrain();
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<'deadline'>((r) => (timer = setTimeout(() => r('deadline'), deadlineMs)));
-    this.app.log.info(`draining: no new requests; in-flight ones have ${deadlineMs} ms to finish`);
-    const outcome = await Promise.race([backend.whenIdle().then(() => 'drained' as const), deadline]);
-    clearTimeout(timer);
-    if (outcome === 'deadline') {
-      this.app.log.warn(`drain deadline passed: ${this.active.size} running requests are cut`);
-      this.active.cutAll('The server is shutting down: its drain deadline passed before this request finished.');
-      await Promise.race([backend.whenIdle(), sleep(CUT_FLUSH_MS)]);
-      await sleep(50); // the cut streams' last frames are written on the next ticks
-    }
+    const outcome = await drainUntil(deadlineMs, { log: this.app.log, active: this.active, stop: () => backend.whenIdle(), whenIdle: () => backend.whenIdle() });
     await this.close();
     return outcome;
   }
@@ -148,8 +136,4 @@ export class Gateway {
     this.lifecycle.warm = true;
     this.app.log.info(`gateway for ${this.backend.models().join(', ')} on ${this.#address}; ready`);
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }
