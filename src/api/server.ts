@@ -289,9 +289,10 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     const backend = deps.backend();
     const h = backend?.health() ?? null;
     const draining = h?.draining ?? false;
-    const ready = h !== null && h.ok && lifecycle.warm && !draining;
+    const serving = h !== null && (h.serving ?? h.ok);
+    const ready = h !== null && h.ok && serving && lifecycle.warm && !draining;
     if (!ready) void reply.header('retry-after', String(config.retryAfterS));
-    return reply.code(ready ? 200 : 503).send({ ready, loading: backend === null, warm: lifecycle.warm, draining });
+    return reply.code(ready ? 200 : 503).send({ ready, loading: backend === null, warm: lifecycle.warm, draining, serving });
   });
   route('GET', '/stats', () => {
     const backend = deps.backend();

@@ -65,6 +65,12 @@ export interface BackendHealth {
   readonly ok: boolean;
   readonly draining: boolean;
   readonly failure: string | null;
+  /**
+   * Whether anything can serve a request now (gateway mode: at least one upstream healthy). While
+   * false, /ready answers 503 so a load balancer sends traffic elsewhere; /health is unaffected (the
+   * process is fine). Absent: the same as `ok`.
+   */
+  readonly serving?: boolean;
 }
 
 /** What every backend offers the API: what it serves, its clock, its health, its /stats facts. */

@@ -87,7 +87,7 @@ export class ProxyBackend implements ForwardingBackend {
   }
 
   health(): BackendHealth {
-    return { ok: true, draining: this.#draining, failure: null };
+    return { ok: true, draining: this.#draining, failure: null, serving: this.pool.healthy().length > 0 };
   }
 
   get numInFlight(): number {

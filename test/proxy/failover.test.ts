@@ -62,11 +62,17 @@ test('a dead upstream is ejected by the health checks and traffic goes to the ot
   assert.equal(r.json.error?.code, 'engine_unavailable');
   assert.equal(r.json.error?.type, 'overloaded_error');
   assert.ok(Number(r.headers['retry-after']) >= 1, 'a refusal carries Retry-After');
+  // Nothing can serve: not ready (a load balancer sends traffic elsewhere), yet healthy (the process is fine).
+  const notReady = await fetch(`${g.url}/ready`);
+  assert.equal(notReady.status, 503);
+  assert.equal(((await notReady.json()) as { serving: boolean }).serving, false);
+  assert.equal((await fetch(`${g.url}/health`)).status, 200);
 
   // A probe that answers again takes it back.
   b.healthStatus = 200;
   await pool.checkNow();
   assert.equal((await post(g.url, chat())).status, 200);
+  assert.equal((await fetch(`${g.url}/ready`)).status, 200);
 });
 
 for (const how of ['reset', 'headers'] as const) {
