@@ -74,6 +74,7 @@ export class Gateway {
       connections: this.connections,
       obs: () => this.#obs,
       metrics: opts.obs?.metrics !== false,
+      loadingMessage: 'No upstream has answered its health probe yet; retry shortly.',
       ...(opts.keys == null ? {} : { keys: opts.keys }),
       ...(opts.flow === undefined ? {} : { flow: opts.flow }),
       ...(opts.logDestination === undefined ? {} : { logDestination: opts.logDestination }),

@@ -63,6 +63,8 @@ export interface Lifecycle {
 }
 
 export interface ServerDeps {
+  /** What generation answers (503 `loading`) while the backend is null; the model's loading by default. */
+  readonly loadingMessage?: string;
   /** The backend, once the model is loaded and warm (gateway: once an upstream answers); null until then. */
   readonly backend: () => AnyBackend | null;
   readonly config: ServerConfig;
@@ -231,7 +233,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
 
   const loaded = (): AnyBackend => {
     const backend = deps.backend();
-    if (backend === null) throw new ApiError('loading', 'The model is still loading; retry shortly.', { retryAfterS: config.retryAfterS });
+    if (backend === null) throw new ApiError('loading', deps.loadingMessage ?? 'The model is still loading; retry shortly.', { retryAfterS: config.retryAfterS });
     return backend;
   };
   /** Engine mode's backend; in gateway mode the route does not exist (no tokenizer here). */
@@ -303,7 +305,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   if (deps.obs !== undefined && deps.metrics !== false) {
     route('GET', '/metrics', async (_req, reply) => {
       const metrics = obs()?.metrics ?? null;
-      if (metrics === null) throw new ApiError('loading', 'Metrics start once the model is loaded.', { retryAfterS: config.retryAfterS });
+      if (metrics === null) throw new ApiError('loading', 'Metrics start once the server is ready.', { retryAfterS: config.retryAfterS });
       return reply.header('content-type', metrics.contentType).send(await metrics.text());
     });
   }

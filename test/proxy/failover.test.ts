@@ -156,3 +156,17 @@ test('envelope errors are answered by the gateway in the OpenAI shape', async ()
   assert.equal(tok.status, 404);
   assert.equal(a.requests.length, 0, 'nothing invalid reached an upstream');
 });
+
+test('before any upstream has answered, generation is 503 loading with Retry-After, saying so in gateway terms; /ready is 503', async () => {
+  const g = await startTestGateway(['http://127.0.0.1:1']); // nothing listens on port 1
+  try {
+    const r = await post(g.url, chat());
+    assert.equal(r.status, 503);
+    assert.equal(r.json.error?.code, 'loading');
+    assert.match(r.json.error?.message ?? '', /No upstream has answered/);
+    assert.ok(Number(r.headers['retry-after']) >= 1);
+    assert.equal((await fetch(`${g.url}/ready`)).status, 503);
+  } finally {
+    await g.close();
+  }
+});
