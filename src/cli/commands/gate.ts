@@ -36,7 +36,7 @@ export function registerGateCommand(program: Command): void {
     .description('CI load gate: mock runner + admission, open loop at two rates, compared with the committed baseline (exit 0 pass, 1 regression, 2 invalid run)')
     .option('--baseline <file>', 'baseline to compare with (or to write)', BASELINE)
     .option('--write-baseline', "measure with the gate's default configuration and write --baseline instead of comparing", false)
-    .option('--rates <list>', 'with --write-baseline: offered rates, req/s (default 2,6)', (v) => v.split(',').map(positive))
+    .option('--rates <list>', 'with --write-baseline: offered rates, req/s (default 3,9)', (v) => v.split(',').map(positive))
     .option('--duration-s <s>', "seconds of arrivals per rate (default: the baseline's; tests shorten it)", positive)
     .option('--parallel <n>', "the server's sequence slots (default: the baseline's; a test breaks the scheduler with 1)", positiveInt)
     .option('--url <url>', 'drive this server instead of starting one per rate')

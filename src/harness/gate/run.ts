@@ -50,7 +50,7 @@ export interface GateConfig {
 }
 
 export const DEFAULT_GATE_CONFIG: GateConfig = {
-  rates: [2, 6],
+  rates: [3, 9],
   durationS: 90,
   warmupS: 5,
   seed: 15,
