@@ -77,7 +77,7 @@ async function gate(f: GateFlags): Promise<number> {
       log(`gate: not writing a baseline from an invalid run:\n  - ${[...run.problems, ...bad].join('\n  - ')}`);
       return 2;
     }
-    const command = `node bin/headroom.mjs gate --write-baseline --rates ${config.rates.join(',')} --baseline ${f.baseline}`;
+    const command = `node bin/headroom.mjs gate --write-baseline --rates ${config.rates.join(',')} --baseline ${f.baseline}${f.out === undefined ? '' : ` --out ${f.out}`}`;
     await writeBaseline(f.baseline, config, thresholds, run.measurements, command);
     log(`gate: wrote ${f.baseline} in ${seconds.toFixed(0)} s`);
     return 0;

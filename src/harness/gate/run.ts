@@ -70,8 +70,9 @@ export function serveArgs(c: GateConfig): string[] {
   return [
     'serve', '--runner', 'mock', '--mock-speed', String(c.mockSpeed), '--host', '127.0.0.1', '--port', '0',
     '--parallel', String(c.parallel), '--slo-ms', String(c.sloMs), '--scheduler', 'continuous', '--kv', 'paged', '--prefix-cache', 'on',
-    '--admission', 'conformal', '--admission-artifact', path.join(ROOT, c.admissionArtifact),
-    '--admission-calibration-traces', path.join(ROOT, c.admissionCalibrationTraces),
+    // Relative to the repository root, the server's working directory (so no machine path is recorded).
+    '--admission', 'conformal', '--admission-artifact', c.admissionArtifact,
+    '--admission-calibration-traces', c.admissionCalibrationTraces,
     // The artifact names the machine it was fitted on; the mock's step times are the cost model's,
     // not the CPU's, so it holds on any machine (the server warns, once).
     '--admission-allow-mismatch',
