@@ -2,31 +2,11 @@
 // idle baseline (nothing waiting or running, every sequence id free, no KV cell held).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import http from 'node:http';
 import { startTestServer, waitForIdle } from '../helpers/headroom.ts';
+import { readThenHangUp } from '../helpers/sse.ts';
 import type { SchedulerName } from '../../src/engine/scheduler/factory.ts';
 import { SCHEDULERS } from '../helpers/schedulers.ts';
 import type { MockRunner } from '../../src/engine/runner/mock/mock-runner.ts';
-
-/** Open a stream, read `frames` SSE frames, then destroy the socket. Resolves when the socket is gone. */
-function readThenHangUp(url: string, body: unknown, frames: number, stream = true): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(`${url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
-      let seen = 0;
-      res.on('data', (buf: Buffer) => {
-        seen += buf.toString().split('\n\n').filter((f) => f.startsWith('data: ')).length;
-        if (seen >= frames) {
-          req.destroy();
-          resolve(seen);
-        }
-      });
-      res.on('end', () => reject(new Error(`the stream ended after ${seen} frames before we hung up`)));
-    });
-    req.on('error', () => undefined);
-    req.end(JSON.stringify({ ...body as object, stream }));
-    if (!stream) setTimeout(() => (req.destroy(), resolve(0)), frames);
-  });
-}
 
 async function eventually(cond: () => boolean, what: string, timeoutMs = 3000): Promise<void> {
   const t0 = Date.now();

@@ -1,4 +1,5 @@
 // A minimal SSE reader for tests that need the raw stream (the openai client hides framing).
+import http from 'node:http';
 import { request } from 'undici';
 
 export interface StreamResult {
@@ -29,4 +30,24 @@ export async function streamCompletion(url: string, body: unknown, path = '/v1/c
     }
   }
   return { status: res.statusCode, text, finishReason, chunks, sawDone };
+}
+
+/** Open a stream, read `frames` SSE frames, then destroy the socket. Resolves when the socket is gone. */
+export function readThenHangUp(url: string, body: unknown, frames: number, stream = true): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
+      let seen = 0;
+      res.on('data', (buf: Buffer) => {
+        seen += buf.toString().split('\n\n').filter((f) => f.startsWith('data: ')).length;
+        if (seen >= frames) {
+          req.destroy();
+          resolve(seen);
+        }
+      });
+      res.on('end', () => reject(new Error(`the stream ended after ${seen} frames before we hung up`)));
+    });
+    req.on('error', () => undefined);
+    req.end(JSON.stringify({ ...body as object, stream }));
+    if (!stream) setTimeout(() => (req.destroy(), resolve(0)), frames);
+  });
 }

@@ -2,31 +2,12 @@
 // connection close before it finished, the gateway's in-flight count goes back to zero; in front
 // of a real Headroom server, the engine returns to idle long before the request's max_tokens.
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import { test } from 'node:test';
 import type { TestGateway } from '../helpers/gateway.ts';
 import { startTestGateway, within } from '../helpers/gateway.ts';
 import { startTestServer, waitForIdle } from '../helpers/headroom.ts';
+import { readThenHangUp } from '../helpers/sse.ts';
 import { StubUpstream } from '../helpers/stub-upstream.ts';
-
-/** Open a stream through the gateway, read `frames` SSE data frames, then destroy the socket. */
-function readThenHangUp(url: string, body: object, frames: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(`${url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
-      let seen = 0;
-      res.on('data', (buf: Buffer) => {
-        seen += buf.toString().split('\n\n').filter((f) => f.startsWith('data: ')).length;
-        if (seen >= frames) {
-          req.destroy();
-          resolve(seen);
-        }
-      });
-      res.on('end', () => reject(new Error(`the stream ended after ${seen} frames before we hung up`)));
-    });
-    req.on('error', () => undefined);
-    req.end(JSON.stringify({ ...body, stream: true }));
-  });
-}
 
 async function eventually(cond: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
   const t0 = Date.now();
