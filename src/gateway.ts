@@ -9,6 +9,11 @@
 // error event and [DONE]) and the server closes anyway.
 
 import type { FastifyInstance } from 'fastify';
+import type { AdmissionController } from './admission/controller.ts';
+import type { AdmissionConfig } from './admission/factory.ts';
+import { createAdmissionController } from './admission/factory.ts';
+import { keepWarm, rehearseDecisions } from './admission/rehearse.ts';
+import { TraceWriter } from './admission/trace-writer.ts';
 import { ActiveRequests } from './api/active-requests.ts';
 import type { KeyRing } from './api/auth.ts';
 import type { ServerConfig } from './api/config.ts';
@@ -45,6 +50,10 @@ export interface GatewayOptions {
   readonly clock?: Clock;
   readonly keys?: KeyRing | null;
   readonly flow?: FlowControl;
+  /** Admission control on the gateway's books of what is in flight upstream (off by default). */
+  readonly admission?: AdmissionConfig | AdmissionController;
+  /** Append one admission-trace row per request to this JSONL file. */
+  readonly traceOut?: string;
   readonly logDestination?: LogDestination;
   readonly statsExtra?: () => Record<string, unknown>;
 }
@@ -55,7 +64,10 @@ export class Gateway {
   readonly active = new ActiveRequests();
   readonly connections: ConnectionGuard;
   readonly backend: ProxyBackend;
+  readonly admission: AdmissionController;
+  readonly trace: TraceWriter | null;
   readonly #opts: GatewayOptions;
+  #stopKeepWarm: (() => void) | null = null;
   #obs: Observability | null = null;
   #address = '';
 
@@ -65,6 +77,10 @@ export class Gateway {
     const urls = opts.upstreams.map(normalizeUpstreamUrl);
     const pool = new UpstreamPool(urls, { ...opts.pool, clock });
     this.backend = new ProxyBackend(pool, new Picker(opts.picker), clock, { ...opts.proxy, retryAfterS: Math.max(opts.server.retryAfterS, Math.ceil(opts.pool.healthIntervalMs / 1000)) });
+    const a = opts.admission ?? { mode: 'off' };
+    this.admission = 'decide' in a ? a : createAdmissionController(a);
+    this.trace = opts.traceOut === undefined ? null : new TraceWriter(opts.traceOut);
+    const admission = this.admission;
     this.connections = new ConnectionGuard({ maxConnections: opts.server.maxConnections, maxConnectionsPerAddress: opts.server.maxConnectionsPerAddress, ...(opts.fdLimit === undefined ? {} : { fdLimit: opts.fdLimit }) });
     this.app = buildServer({
       backend: () => (this.lifecycle.warm ? this.backend : null),
@@ -77,8 +93,10 @@ export class Gateway {
       loadingMessage: 'No upstream has answered its health probe yet; retry shortly.',
       ...(opts.keys == null ? {} : { keys: opts.keys }),
       ...(opts.flow === undefined ? {} : { flow: opts.flow }),
+      admission,
+      ...(this.trace === null ? {} : { trace: this.trace }),
       ...(opts.logDestination === undefined ? {} : { logDestination: opts.logDestination }),
-      statsExtra: () => ({ ...(opts.flow === undefined ? {} : { flow: opts.flow.state() }), ...opts.statsExtra?.() }),
+      statsExtra: () => ({ admission: admission.state(), ...(opts.flow === undefined ? {} : { flow: opts.flow.state() }), ...opts.statsExtra?.() }),
     });
     pool.onHealthChange((u, from, to) => {
       const line = `upstream ${u.url}: ${from} → ${to}${u.failure === null ? '' : ` (${u.failure})`}`;
@@ -114,11 +132,13 @@ export class Gateway {
   }
 
   async close(): Promise<void> {
+    this.#stopKeepWarm?.();
     const closing = this.app.close();
     this.app.server.closeAllConnections();
     await closing;
     await this.backend.close();
     await this.#obs?.close();
+    await this.trace?.close();
   }
 
   /** The first healthy upstream: metrics start (labelled with its model) and the API turns ready. */
@@ -134,6 +154,13 @@ export class Gateway {
       ...opts.obs,
     });
     if (this.#obs.metrics !== null) registerGatewayMetrics(this.#obs.metrics.registry, this.backend);
+    // As in engine mode: the decision path compiled before the first real request (rehearse.ts).
+    const load = this.backend.load;
+    const clock = this.backend.clock;
+    const twin = rehearseDecisions(this.admission, () => load.snapshot(true), { sloMs: opts.server.sloMs, nowMs: clock.nowMs() });
+    const a = opts.admission;
+    const keepWarmMs = a === undefined || 'decide' in a ? 0 : (a.keepWarmMs ?? 0);
+    if (twin !== null && keepWarmMs > 0) this.#stopKeepWarm = keepWarm(twin, () => load.snapshot(), { sloMs: opts.server.sloMs, now: () => clock.nowMs(), everyMs: keepWarmMs });
     this.lifecycle.warm = true;
     this.app.log.info(`gateway for ${this.backend.models().join(', ')} on ${this.#address}; ready`);
   }

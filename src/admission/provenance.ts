@@ -6,6 +6,9 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import os from 'node:os';
 
+/** What an artifact trained on gateway traces records for its model: the upstream's, which the gateway has no file of. */
+export const GATEWAY_MODEL_SHA = 'upstream';
+
 /** The CPU model and core count, as one comparable string. */
 export function machineIdentity(): string {
   const cpus = os.cpus();

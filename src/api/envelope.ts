@@ -23,6 +23,8 @@ export interface Envelope {
   /** The output cap the request asked for (null: none given). */
   readonly maxTokens: number | null;
   readonly n: number;
+  /** Chat messages (1 for a completion or a Responses input). */
+  readonly numMessages: number;
   /** UTF-8 bytes of the prompt text, for flow control's token estimate. */
   readonly promptBytes: number;
   readonly affinityKey: number[];
@@ -57,7 +59,8 @@ export function checkEnvelope(endpoint: Endpoint, raw: unknown, models: readonly
   }
   const n = positiveInt(body, 'n') ?? 1;
   const { bytes, key } = promptKey(endpoint, prompt);
-  return { model, stream: stream === true, maxTokens, n, promptBytes: bytes, affinityKey: key };
+  const numMessages = endpoint === 'chat' ? (prompt as unknown[]).length : 1;
+  return { model, stream: stream === true, maxTokens, n, numMessages, promptBytes: bytes, affinityKey: key };
 }
 
 function positiveInt(body: Record<string, unknown>, field: string): number | null {

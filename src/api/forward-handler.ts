@@ -1,12 +1,20 @@
 // The generation endpoints in gateway mode: the same front door as engine mode (auth and request
 // ids before this, the error catalog and the request log around it), a different back half:
 //
-//   envelope check (envelope.ts) → flow control → backend.forward → pipe the upstream's bytes back
+//   envelope check (envelope.ts) → flow control → admission → backend.forward → pipe the bytes back
 //
 // Flow control is the same code as in engine mode; with a token cap the prompt's tokens are
-// estimated from its bytes (the gateway has no tokenizer: ~4 bytes a token), max_tokens × n added.
-// Its ticket is released in one `finally`, whatever happens. There is no admission decision: the
-// conformal controller reads an engine snapshot the gateway does not have.
+// estimated from its bytes (the gateway has no tokenizer: at the bytes-per-token ratio the
+// upstreams' usage reports teach, 4 until then), max_tokens × n added. Its ticket is released in
+// one `finally`, whatever happens.
+//
+// Admission is the same controller as engine mode's, deciding on the same features, read from the
+// gateway's books of what it has in flight upstream (proxy/gateway-load.ts) instead of an engine
+// snapshot. A refusal is the same 503 + Retry-After. Each admitted request is entered in the books
+// before it is forwarded and leaves them when its response ends, however it ends; its outcome
+// (E2E and TTFT as the gateway measured them) goes back to the controller and, with
+// `--trace-out`, to the trace, exactly as in engine mode, so a predictor can be trained on traces
+// collected in front of the upstream.
 //
 // One AbortController per HTTP request: the client leaving (or the drain deadline) aborts it, which
 // cancels the upstream request. A stream is piped in whole events; if the upstream fails part way,
@@ -15,6 +23,9 @@
 // metrics as engine mode's (stream-meter.ts); traces get the same request record.
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { AdmissionContext, AdmissionController, AdmissionDecision } from '../admission/controller.ts';
+import { NUM_FEATURES, extractFeatures } from '../admission/features.ts';
+import type { TraceWriter } from '../admission/trace-writer.ts';
 import type { ForwardResponse, ForwardingBackend } from '../backend/backend.ts';
 import { REFUSALS } from '../backend/refusal.ts';
 import type { Refusal } from '../backend/refusal.ts';
@@ -22,6 +33,8 @@ import type { FinishReason, RequestTimeline } from '../engine/outputs.ts';
 import type { FlowControl, FlowTicket } from '../flow/flow-control.ts';
 import { PRIORITY_HEADER } from '../flow/priority.ts';
 import type { Observability } from '../obs/observability.ts';
+import type { GatewayLoad, LoadEntry } from '../proxy/gateway-load.ts';
+import { DEFAULT_BYTES_PER_TOKEN } from '../proxy/gateway-load.ts';
 import type { ActiveRequests } from './active-requests.ts';
 import { BYPASS_HEADER, bypassRequested, replyHeaders } from './completions.ts';
 import type { ServerConfig } from './config.ts';
@@ -29,6 +42,7 @@ import type { Endpoint } from './envelope.ts';
 import { checkEnvelope } from './envelope.ts';
 import { ApiError } from './errors.ts';
 import { sloFromHeader } from './limits.ts';
+import { headerMs } from './prepare.ts';
 import { SseWriter } from './sse.ts';
 import { StreamMeter } from './stream-meter.ts';
 import type { MeterSink } from './stream-meter.ts';
@@ -39,12 +53,15 @@ export interface ForwardDeps {
   readonly flow: FlowControl;
   readonly obs: Observability | null;
   readonly active: ActiveRequests | null;
+  /** Decides each request after flow control (`admitAll`: no decision). */
+  readonly admission: AdmissionController;
+  /** Admission traces (`--trace-out`); null = off. */
+  readonly trace: TraceWriter | null;
 }
 
 /** Request headers passed on to the upstream (never the client's credentials). */
 const PASSED_HEADERS = ['accept', 'traceparent', 'tracestate', 'x-slo-ms', 'x-slo-ttft-ms', 'x-slo-tpot-ms', PRIORITY_HEADER] as const;
-/** Prompt bytes per token in flow control's estimate. */
-const BYTES_PER_TOKEN = 4;
+const NO_FEATURES = new Float64Array(0);
 
 export class ForwardHandler {
   readonly #d: ForwardDeps;
@@ -61,6 +78,7 @@ export class ForwardHandler {
     }
     const env = checkEnvelope(endpoint, req.body, backend.models());
     const sloMs = sloFromHeader(req.headers['x-slo-ms'], config);
+    const ttftBudgetMs = headerMs(req.headers['x-slo-ttft-ms'], 'x-slo-ttft-ms', config);
     const band = flow.band(req.headers[PRIORITY_HEADER]);
     facts.model = env.model;
     const arrivalMs = backend.clock.nowMs();
@@ -68,8 +86,16 @@ export class ForwardHandler {
     reply.raw.on('close', () => {
       if (!reply.raw.writableFinished) controller.abort();
     });
-    const inputTokens = flow.needsTokens ? Math.ceil(env.promptBytes / BYTES_PER_TOKEN) : 0;
-    const totalTokens = inputTokens + env.n * (env.maxTokens ?? config.maxOutputTokens);
+    const load = backend.load ?? null;
+    const promptTokens = load === null ? Math.max(1, Math.ceil(env.promptBytes / DEFAULT_BYTES_PER_TOKEN)) : load.estimateTokens(env.promptBytes);
+    const maxTokens = env.maxTokens ?? config.maxOutputTokens;
+    const inputTokens = flow.needsTokens ? promptTokens : 0;
+    const totalTokens = inputTokens + env.n * maxTokens;
+    const admission = this.#d.admission;
+    const ctx: AdmissionContext = { requestId: req.id, arrivalMs, sloMs, numPromptTokens: promptTokens, numCachedTokens: 0, maxTokens, n: env.n, numMessages: env.numMessages, ttftBudgetMs };
+    let features: Float64Array = NO_FEATURES;
+    let decision: AdmissionDecision | null = null;
+    let entry: LoadEntry | null = null;
     let ticket: FlowTicket | null = null;
     const record = (outcome: FinishReason | null, meter: StreamMeter | null): RequestTimeline => ({
       requestId: req.id,
@@ -78,8 +104,8 @@ export class ForwardHandler {
       scheduledMs: null,
       firstTokenMs: meter?.firstTokenMs ?? null,
       finishedMs: outcome === null ? null : backend.clock.nowMs(),
-      numPromptTokens: meter?.promptTokens ?? inputTokens,
-      maxTokens: env.maxTokens ?? config.maxOutputTokens,
+      numPromptTokens: meter?.promptTokens ?? promptTokens,
+      maxTokens,
       numCachedTokens: 0,
       numOutputTokens: meter?.numOutputTokens ?? 0,
       numPreemptions: 0,
@@ -88,12 +114,25 @@ export class ForwardHandler {
     const refuse: (r: Refusal) => never = (r) => {
       facts.refusal = r.reason;
       this.#d.obs?.refused(record(null, null), r.reason, traceparentOf(req), req.id);
+      if (features !== NO_FEATURES) this.#d.trace?.refused(ctx, features, decision?.boundMs ?? null);
       throw new ApiError(REFUSALS[r.reason].code, r.message, { retryAfterS: r.retryAfterS ?? config.retryAfterS });
     };
     try {
       const got = await flow.acquire({ caller: facts.caller, band, inputTokens, totalTokens }, controller.signal);
       if (!got.ok) refuse(got.refusal);
       else ticket = got.ticket;
+      // The decision, timed whole: the books as of now (a wait in the flow-control queue changes them), the features, the verdict.
+      const decideStart = performance.now();
+      if (load !== null && (admission.needsFeatures || this.#d.trace !== null)) features = extractFeatures(ctx, load.snapshot(), new Float64Array(NUM_FEATURES));
+      if (facts.caller.role === 'operator' && bypassRequested(req.headers[BYPASS_HEADER])) {
+        facts.bypass = true;
+        this.#d.obs?.metrics?.admissionBypassed(facts.caller.tenant);
+      } else if (load !== null) {
+        decision = admission.decide(ctx, load.snapshot(), features);
+        this.#d.obs?.admissionDecided(performance.now() - decideStart);
+        if (!decision.admit) refuse(decision.refusal);
+      }
+      entry = load?.begin({ arrivalMs, deadlineMs: arrivalMs + sloMs, promptTokens, decodeTokens: env.n * maxTokens }) ?? null;
       const call: Cut = { message: null };
       const untrack = this.#d.active?.add((message) => {
         call.message = message;
@@ -114,12 +153,14 @@ export class ForwardHandler {
         reply.raw.destroy();
         return;
       }
-      const meter = new StreamMeter(arrivalMs, this.#sink());
+      const meter = new StreamMeter(arrivalMs, this.#sink(load, entry));
       const stream = response.status === 200 && response.contentType.toLowerCase().startsWith('text/event-stream');
       const outcome = stream ? await this.#pipe(endpoint, response, meter, call, controller, reply) : await this.#whole(response, meter, reply);
       facts.promptTokens = meter.promptTokens;
       facts.billed = [{ numTokens: meter.numOutputTokens }];
+      if (meter.promptTokens !== null) load?.learnPromptSize(env.promptBytes, meter.promptTokens);
       if (outcome === null) return;
+      this.#learn(ctx, features, decision, record(outcome, meter));
       const m = this.#d.obs?.metrics;
       if (m != null && outcome !== 'error') {
         if (meter.promptTokens !== null) m.promptTokens(meter.promptTokens);
@@ -127,22 +168,39 @@ export class ForwardHandler {
       }
       this.#d.obs?.finished(record(outcome, meter), outcome, traceparentOf(req), req.id);
     } finally {
+      if (entry !== null) load?.end(entry);
       ticket?.release();
     }
   }
 
-  /** TTFT and ITL into the shared histograms, tokens into the generation counter. */
-  #sink(): MeterSink | null {
+  /** An admitted request's outcome: to the trace, and (when decided on) to the controller. */
+  #learn(ctx: AdmissionContext, features: Float64Array, decision: AdmissionDecision | null, t: RequestTimeline): void {
+    if (features !== NO_FEATURES) this.#d.trace?.finished(ctx, features, decision?.boundMs ?? null, 0, t);
+    if (decision === null || t.outcome === 'error') return;
+    this.#d.admission.observe(features, decision, {
+      e2eMs: (t.finishedMs ?? this.#d.backend.clock.nowMs()) - t.arrivalMs,
+      ttftMs: t.firstTokenMs === null ? null : t.firstTokenMs - t.arrivalMs,
+      censored: t.outcome === 'abort',
+    });
+  }
+
+  /** TTFT and ITL into the shared histograms, tokens into the generation counter; output into the books. */
+  #sink(load: GatewayLoad | null, entry: LoadEntry | null): MeterSink | null {
     const m = this.#d.obs?.metrics ?? null;
-    if (m === null) return null;
+    const clock = this.#d.backend.clock;
+    if (m === null && entry === null) return null;
     return {
       firstToken: (ms) => {
-        m.ttft.observe(ms / 1000);
-        m.generationTokens(1);
+        m?.ttft.observe(ms / 1000);
+        m?.generationTokens(1);
+        if (entry !== null) load?.output(entry, 1, 0, clock.nowMs());
       },
       tokens: (count, gapMs) => {
-        for (let i = 0; i < count; i++) m.itl.observe(gapMs / 1000);
-        m.generationTokens(count);
+        if (m !== null) {
+          for (let i = 0; i < count; i++) m.itl.observe(gapMs / 1000);
+          m.generationTokens(count);
+        }
+        if (entry !== null) load?.output(entry, count, gapMs, clock.nowMs());
       },
     };
   }

@@ -141,7 +141,7 @@ async function tokenizePrompt(p: Parsed, deps: PrepareDeps, requested: number | 
 }
 
 /** A TTFT or TPOT budget header in whole ms, or null when absent; out of [1, maxSloMs] is a 400 naming the header. */
-function headerMs(h: string | string[] | undefined, name: string, config: ServerConfig): number | null {
+export function headerMs(h: string | string[] | undefined, name: string, config: ServerConfig): number | null {
   if (h === undefined) return null;
   const v = Array.isArray(h) ? h[0] : h;
   const n = Number(v);

@@ -247,7 +247,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   const serve = (endpoint: 'chat' | 'completion' | 'responses', surface: Surface, req: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const backend = loaded();
     if (isForwarding(backend)) {
-      forwarding ??= new ForwardHandler({ backend, config, flow: deps.flow ?? noFlowControl, obs: obs(), active: deps.active });
+      forwarding ??= new ForwardHandler({ backend, config, flow: deps.flow ?? noFlowControl, obs: obs(), active: deps.active, admission: deps.admission ?? admitAll, trace: deps.trace ?? null });
       return forwarding.handle(endpoint, req, reply);
     }
     return handler(backend).handle(surface, req, reply);

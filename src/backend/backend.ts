@@ -22,6 +22,7 @@ import type { FinishReason, RequestTimeline } from '../engine/outputs.ts';
 import type { SamplingParams, TokenLogprob } from '../engine/plan.ts';
 import type { EngineSnapshot } from '../engine/snapshot.ts';
 import type { Tokenizer } from '../engine/tokenizer.ts';
+import type { GatewayLoad } from '../proxy/gateway-load.ts';
 import type { Refusal } from './refusal.ts';
 
 export interface BackendInfo {
@@ -128,6 +129,8 @@ export type ForwardResult = { readonly ok: true; readonly response: ForwardRespo
 export interface ForwardingBackend extends BackendCore {
   /** Every model name the upstreams serve (a request's `model` must be one). */
   models(): readonly string[];
+  /** The books of what is in flight upstream, which admission control reads (absent: no admission decision). */
+  readonly load?: GatewayLoad;
   /**
    * Pick an upstream and send the request, failing over to another while no response byte has
    * arrived; or refuse (no upstream healthy, draining). Aborting `signal` cancels the upstream request.

@@ -20,6 +20,7 @@ import { AffinityTrie } from './affinity.ts';
 import { parseLoad } from './scrape.ts';
 import { Upstream } from './upstream.ts';
 import type { UpstreamHealth, UpstreamSnapshot } from './upstream.ts';
+import type { UpstreamFacts } from './gateway-load.ts';
 
 export interface PoolOptions {
   readonly healthIntervalMs: number;
@@ -33,12 +34,14 @@ export interface PoolOptions {
   /** Prefix-affinity trie per upstream: matching unit (bytes) and capacity (bytes). */
   readonly affinityUnit: number;
   readonly affinityCapacity: number;
+  /** Sequence slots of every upstream, overriding what it reports (0 or absent: what it reports). */
+  readonly slotsPerUpstream?: number;
   readonly clock: Clock;
 }
 
 export type HealthListener = (u: Upstream, from: UpstreamHealth, to: UpstreamHealth) => void;
 
-export class UpstreamPool {
+export class UpstreamPool implements UpstreamFacts {
   readonly upstreams: readonly Upstream[];
   readonly #opts: PoolOptions;
   readonly #agent: Agent;
@@ -115,6 +118,27 @@ export class UpstreamPool {
     u.numInFlight--;
   }
 
+  /** Sequence slots over the healthy upstreams (the override, else what each reported; 0: nobody said). */
+  slots(): number {
+    const fixed = this.#opts.slotsPerUpstream ?? 0;
+    let n = 0;
+    for (const u of this.upstreams) if (u.health === 'healthy') n += fixed > 0 ? fixed : (u.slots ?? 0);
+    return n;
+  }
+
+  /** Mean scraped KV usage over the healthy upstreams that report one; null when none does. */
+  kvUsage(): number | null {
+    let sum = 0;
+    let n = 0;
+    for (const u of this.upstreams) {
+      const kv = u.health === 'healthy' ? (u.load?.kvUsage ?? null) : null;
+      if (kv === null) continue;
+      sum += kv;
+      n++;
+    }
+    return n === 0 ? null : sum / n;
+  }
+
   snapshot(): UpstreamSnapshot[] {
     const now = this.#opts.clock.nowMs();
     return this.upstreams.map((u) => u.snapshot(now));
@@ -154,6 +178,7 @@ export class UpstreamPool {
         // Back (or new): learn what it serves before it is picked.
         const models = await this.#models(u);
         if (models === null) return;
+        await this.#props(u);
         if (this.#opts.scrapeMetrics) await this.#scrape(u);
         this.#setHealth(u, 'healthy', null);
       }
@@ -197,6 +222,18 @@ export class UpstreamPool {
     } catch (err) {
       this.#setHealth(u, 'ejected', `/v1/models failed: ${describe(err)}`);
       return null;
+    }
+  }
+
+  /** llama-server says how many slots it has on /props; other servers have no such page (a 404 is fine). */
+  async #props(u: Upstream): Promise<void> {
+    try {
+      const res = await request(`${u.url}/props`, { dispatcher: this.#agent, signal: AbortSignal.timeout(this.#opts.probeTimeoutMs) });
+      const body = parseJson(await res.body.text()) as { total_slots?: unknown } | null;
+      const n = body?.total_slots;
+      u.slots = res.statusCode === 200 && typeof n === 'number' && Number.isInteger(n) && n > 0 ? n : null;
+    } catch {
+      u.slots = null;
     }
   }
 

@@ -28,6 +28,7 @@ import type { BackendHealth, BackendInfo, ForwardRequest, ForwardResponse, Forwa
 import { refusal } from '../backend/refusal.ts';
 import type { Clock } from '../engine/clock.ts';
 import { attempt } from './forward.ts';
+import { GatewayLoad } from './gateway-load.ts';
 import type { Picker } from './picker.ts';
 import type { UpstreamPool } from './pool.ts';
 import type { Upstream } from './upstream.ts';
@@ -51,6 +52,7 @@ const UNKNOWN_CONTEXT = 0;
 export class ProxyBackend implements ForwardingBackend {
   readonly clock: Clock;
   readonly pool: UpstreamPool;
+  readonly load: GatewayLoad;
   readonly #picker: Picker;
   readonly #opts: ProxyOptions;
   readonly #agent: Agent;
@@ -63,6 +65,7 @@ export class ProxyBackend implements ForwardingBackend {
   constructor(pool: UpstreamPool, picker: Picker, clock: Clock, opts: ProxyOptions) {
     if (!Number.isInteger(opts.maxAttempts) || opts.maxAttempts < 1) throw new Error(`ProxyBackend: expected maxAttempts to be an integer ≥ 1, got ${opts.maxAttempts}`);
     this.pool = pool;
+    this.load = new GatewayLoad(() => clock.nowMs(), pool);
     this.#picker = picker;
     this.clock = clock;
     this.#opts = opts;
@@ -99,7 +102,7 @@ export class ProxyBackend implements ForwardingBackend {
   }
 
   stats(): Record<string, unknown> {
-    return { gateway: { numInFlight: this.#numInFlight, numFailovers: this.#numFailovers, numNoUpstream: this.#numNoUpstream, upstreams: this.pool.snapshot() } };
+    return { gateway: { numInFlight: this.#numInFlight, numFailovers: this.#numFailovers, numNoUpstream: this.#numNoUpstream, load: this.load.state(), upstreams: this.pool.snapshot() } };
   }
 
   /** Refuse new requests from now on; in-flight ones go on. */

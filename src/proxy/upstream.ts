@@ -19,6 +19,7 @@ export interface UpstreamSnapshot {
   readonly failure: string | null;
   readonly models: readonly string[];
   readonly numInFlight: number;
+  readonly slots: number | null;
   readonly load: UpstreamLoad | null;
   /** Age of `load`, ms (null: never scraped). */
   readonly loadAgeMs: number | null;
@@ -39,6 +40,8 @@ export class Upstream {
   models: readonly string[] = [];
   /** Largest context the upstream reported (max_model_len), or null. */
   contextTokens: number | null = null;
+  /** Sequence slots the upstream reported (llama-server's /props `total_slots`), or null. */
+  slots: number | null = null;
   load: UpstreamLoad | null = null;
   /** Clock ms of the last successful scrape. */
   loadAtMs: number | null = null;
@@ -59,6 +62,7 @@ export class Upstream {
       failure: this.failure,
       models: this.models,
       numInFlight: this.numInFlight,
+      slots: this.slots,
       load: this.load,
       loadAgeMs: this.loadAtMs === null ? null : Math.round(nowMs - this.loadAtMs),
       numForwarded: this.numForwarded,

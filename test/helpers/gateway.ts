@@ -20,6 +20,8 @@ export interface TestGatewayOptions {
   readonly picker?: Partial<PickerOptions>;
   readonly maxAttempts?: number;
   readonly flow?: FlowControl;
+  readonly admission?: GatewayOptions['admission'];
+  readonly traceOut?: string;
 }
 
 export const TEST_PICKER: PickerOptions = { prefixWeight: 2, queueWeight: 1, kvWeight: 1, saturationQueue: 4, saturationKv: 0.9, maxInFlight: Infinity, staleMs: 60_000 };
@@ -33,6 +35,8 @@ export async function startTestGateway(upstreams: readonly string[], opts: TestG
     picker: { ...TEST_PICKER, ...opts.picker },
     proxy: { maxAttempts: opts.maxAttempts ?? 3, connectTimeoutMs: 2000, upstreamTimeoutMs: 30_000 },
     ...(opts.flow === undefined ? {} : { flow: opts.flow }),
+    ...(opts.admission === undefined ? {} : { admission: opts.admission }),
+    ...(opts.traceOut === undefined ? {} : { traceOut: opts.traceOut }),
   };
   const gateway = new Gateway(options);
   const url = await gateway.start();

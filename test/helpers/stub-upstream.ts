@@ -28,6 +28,8 @@ export interface StubUpstreamOptions {
   readonly tokens?: number;
   /** Tokens go out without waiting for `release` (default true). */
   readonly autoRelease?: boolean;
+  /** With autoRelease, each token waits this long first (default 0: at once). */
+  readonly tokenDelayMs?: number;
 }
 
 type Waiter = () => void;
@@ -37,8 +39,11 @@ export class StubUpstream {
   readonly requests: StubRequest[] = [];
   tokens: number;
   autoRelease: boolean;
+  tokenDelayMs: number;
   healthStatus = 200;
   load = { waiting: 0, running: 0, kv: 0 };
+  /** Sequence slots reported on /props as llama-server does (404 when null). */
+  slots: number | null = null;
   /** Serve /metrics at all (404 when false). */
   metrics = true;
   failNext: 'reset' | 'headers' | 'midstream' | null = null;
@@ -56,6 +61,7 @@ export class StubUpstream {
     this.model = opts.model ?? 'stub-model';
     this.tokens = opts.tokens ?? 4;
     this.autoRelease = opts.autoRelease ?? true;
+    this.tokenDelayMs = opts.tokenDelayMs ?? 0;
     this.#server = http.createServer((req, res) => this.#handle(req, res));
   }
 
@@ -99,7 +105,7 @@ export class StubUpstream {
   }
 
   #token(): Promise<void> {
-    if (this.autoRelease) return Promise.resolve();
+    if (this.autoRelease) return this.tokenDelayMs > 0 ? new Promise((r) => setTimeout(r, this.tokenDelayMs)) : Promise.resolve();
     if (this.#credits > 0) {
       this.#credits--;
       return Promise.resolve();
@@ -114,6 +120,8 @@ export class StubUpstream {
         res.writeHead(this.healthStatus, { 'content-type': 'application/json' }).end(JSON.stringify({ status: this.healthStatus === 200 ? 'ok' : 'failed' }));
       } else if (path === '/v1/models') {
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', data: [{ id: this.model, object: 'model', max_model_len: 4096 }] }));
+      } else if (path === '/props' && this.slots !== null) {
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ total_slots: this.slots }));
       } else if (path === '/metrics' && this.metrics) {
         const l = this.load;
         const m = `model_name="${this.model}"`;

@@ -66,13 +66,13 @@ export function registerAdmissionCommands(program: Command): void {
     .option('--quantile <tau>', 'base quantile level (the conformal step inflates it to the guarantee)', '0.9')
     .option('--rounds <list>', 'train on these collection rounds only (default: all)')
     .requiredOption('--out <file>', 'artifact path')
-    .option('--runner <name>', 'runner the traces were collected on (provenance)', 'llama')
+    .option('--runner <name>', 'runner the traces were collected on (provenance): llama, mock, or gateway (traces a gateway wrote in front of its upstreams)', 'llama')
     .option('--model-file <gguf>', 'model the traces were collected on (its sha256 goes into the provenance)');
   addGbdtFlags(trainCommand).action(async (o: TrainOpts) => {
     const { loadDataset } = await import('../../admission/dataset.ts');
     const { train } = await import('../../admission/predictor/train.ts');
     const { saveArtifact } = await import('../../admission/predictor/artifact.ts');
-    const { fileSha256, machineIdentity } = await import('../../admission/provenance.ts');
+    const { GATEWAY_MODEL_SHA, fileSha256, machineIdentity } = await import('../../admission/provenance.ts');
     const { LINEAR_COLUMNS } = await import('../../admission/evaluate.ts');
     const ds = loadDataset(o.traces, o.target);
     const rounds = o.rounds === undefined ? null : new Set(list(o.rounds));
@@ -89,7 +89,7 @@ export function registerAdmissionCommands(program: Command): void {
       model: spec,
       provenance: {
         runner: o.runner,
-        modelSha256: o.runner === 'mock' ? 'mock' : o.modelFile === undefined ? 'unknown' : await fileSha256(o.modelFile),
+        modelSha256: o.runner === 'mock' ? 'mock' : o.runner === 'gateway' ? GATEWAY_MODEL_SHA : o.modelFile === undefined ? 'unknown' : await fileSha256(o.modelFile),
         machine: machineIdentity(),
         command: `headroom ${process.argv.slice(2).join(' ')}`,
         createdAt: new Date().toISOString(),

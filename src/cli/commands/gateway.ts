@@ -6,6 +6,7 @@
 // Order: parse flags → listen (a busy port fails here) → probe the upstreams → ready once one is
 // healthy. Signals and exit codes as `serve`: SIGTERM/SIGINT drains (0, or 2 past the deadline).
 
+import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import type { Gateway } from '../../gateway.ts';
@@ -14,10 +15,15 @@ import { effectiveConfig, originNote } from '../config.ts';
 import { debugEnabled } from '../user-error.ts';
 import { addFlowOptions, addServerOptions, flowOption, int, keysOf, onSignals, serverConfigOf } from './front-door.ts';
 import type { FlowFlags, ServerFlags } from './front-door.ts';
+import { addAdmissionOptions, admissionBase } from './admission-options.ts';
+import type { AdmissionFlags } from './admission-options.ts';
 import type { EffectiveConfig } from '../config.ts';
+import type { AdmissionConfig } from '../../admission/factory.ts';
+import { GATEWAY_MODEL_SHA } from '../../admission/provenance.ts';
 
-interface GatewayFlags extends ServerFlags, FlowFlags {
+interface GatewayFlags extends ServerFlags, FlowFlags, AdmissionFlags {
   upstream: string[];
+  upstreamSlots: string;
   healthIntervalMs: string;
   scrapeIntervalMs: string;
   probeTimeoutMs: string;
@@ -67,10 +73,12 @@ export function registerGatewayCommand(program: Command): void {
     .option('--kv-weight <w>', 'picker: weight of free KV cache', '1')
     .option('--saturation-queue <n>', 'picker: an upstream with this many queued requests (scraped) is saturated: no affinity sends it more', '5')
     .option('--saturation-kv <f>', 'picker: an upstream with this share of its KV cache in use is saturated, (0, 1]', '0.9')
+    .option('--upstream-slots <n>', "sequence slots of each upstream, for admission control's view of free slots (0: what each reports — llama-server's /props total_slots — or unknown)", '0')
     .option('--upstream-max-inflight <n>', "picker: an upstream holding this many of the gateway's requests is saturated (0: no such bound)", '0')
     .option('--affinity-unit-bytes <n>', 'prefix affinity: prompts are matched in units of this many bytes', '16')
     .option('--affinity-capacity-bytes <n>', 'prefix affinity: most prompt bytes remembered per upstream (least recently used go first)', String(16 << 20));
   addServerOptions(cmd);
+  addAdmissionOptions(cmd, 'off');
   addFlowOptions(cmd).action(async (f: GatewayFlags, c: Command) => {
     const where = { host: f.host, port: Number(f.port) };
     let gateway: Gateway;
@@ -101,6 +109,8 @@ async function build(f: GatewayFlags, config: EffectiveConfig): Promise<Gateway>
   const weight = (name: string, v: string): number => number(name, v, (n) => n >= 0, 'a number ≥ 0');
   const maxInFlight = int('upstream-max-inflight', f.upstreamMaxInflight);
   if (maxInFlight < 0) throw new StartupError(`--upstream-max-inflight: expected an integer ≥ 0, got '${f.upstreamMaxInflight}'`);
+  const slots = int('upstream-slots', f.upstreamSlots);
+  if (slots < 0) throw new StartupError(`--upstream-slots: expected an integer ≥ 0, got '${f.upstreamSlots}'`);
   const unit = positiveInt('affinity-unit-bytes', f.affinityUnitBytes);
   const capacity = positiveInt('affinity-capacity-bytes', f.affinityCapacityBytes);
   if (capacity < unit) throw new StartupError(`--affinity-capacity-bytes: expected at least --affinity-unit-bytes (${unit}), got '${f.affinityCapacityBytes}'`);
@@ -115,6 +125,7 @@ async function build(f: GatewayFlags, config: EffectiveConfig): Promise<Gateway>
       scrapeMetrics: f.scrapeMetrics === 'on',
       affinityUnit: unit,
       affinityCapacity: capacity,
+      slotsPerUpstream: slots,
     },
     picker: {
       prefixWeight: weight('prefix-weight', f.prefixWeight),
@@ -133,9 +144,33 @@ async function build(f: GatewayFlags, config: EffectiveConfig): Promise<Gateway>
     obs: { metrics: f.metrics, ...(f.otelEndpoint === undefined ? {} : { otelEndpoint: f.otelEndpoint }) },
     keys: keysOf(f),
     ...flowOption(f),
+    admission: await admissionConfig(f),
+    ...(f.traceOut === undefined ? {} : { traceOut: f.traceOut }),
     statsExtra: () => ({ config }),
   };
   // Imported here, after the flags are checked: `--help` and a bad flag never load the server.
   const { Gateway } = await import('../../gateway.ts');
   return new Gateway(options);
+}
+
+/**
+ * Admission in gateway mode. An artifact must have been trained on traces a gateway collected on
+ * this machine (`headroom admission train --runner gateway`); which upstream model served them is
+ * not checked (the gateway learns its upstreams' models only after they answer).
+ */
+async function admissionConfig(f: GatewayFlags): Promise<AdmissionConfig> {
+  const base = admissionBase(f);
+  if (f.admissionArtifact === undefined) {
+    if (f.admissionCalibrationTraces !== undefined) throw new StartupError('--admission-calibration-traces: needs --admission-artifact (the online baseline has no predictions for them)');
+    return base;
+  }
+  if (!existsSync(f.admissionArtifact)) throw new StartupError(`admission artifact not found: ${f.admissionArtifact}`);
+  if (f.admissionCalibrationTraces !== undefined && !existsSync(f.admissionCalibrationTraces)) throw new StartupError(`--admission-calibration-traces: not found: ${f.admissionCalibrationTraces}`);
+  const { machineIdentity } = await import('../../admission/provenance.ts');
+  return {
+    ...base,
+    artifactPath: f.admissionArtifact,
+    expect: { runner: 'gateway', modelSha256: GATEWAY_MODEL_SHA, machine: machineIdentity() },
+    ...(f.admissionCalibrationTraces === undefined ? {} : { calibrationTraces: f.admissionCalibrationTraces }),
+  };
 }

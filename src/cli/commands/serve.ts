@@ -20,8 +20,10 @@ import { effectiveConfig, originNote } from '../config.ts';
 import { debugEnabled } from '../user-error.ts';
 import { addFlowOptions, addServerOptions, flowOption, int, keysOf, onSignals, serverConfigOf } from './front-door.ts';
 import type { FlowFlags, ServerFlags } from './front-door.ts';
+import { addAdmissionOptions, admissionBase } from './admission-options.ts';
+import type { AdmissionFlags } from './admission-options.ts';
 
-interface ServeFlags extends ServerFlags, FlowFlags {
+interface ServeFlags extends ServerFlags, FlowFlags, AdmissionFlags {
   runner: 'llama' | 'mock';
   model?: string;
   threads: string;
@@ -45,17 +47,6 @@ interface ServeFlags extends ServerFlags, FlowFlags {
   kvWatermark: string;
   maxPreemptions: string;
   exitOnEngineFailure: boolean;
-  traceOut?: string;
-  admission: 'conformal' | 'off';
-  admissionGuarantee: string;
-  admissionCalibration: 'rolling' | 'aci';
-  admissionArtifact?: string;
-  admissionCalibrationTraces?: string;
-  admissionAllowMismatch: boolean;
-  admissionHeadroom: 'on' | 'off';
-  admissionHeadroomBatchShare: string;
-  admissionHeadroomQueue: 'on' | 'off';
-  admissionKeepWarmMs: string;
   servedModelName?: string[];
 }
 
@@ -63,18 +54,6 @@ const stepTarget = (v: string): number | 'auto' | 'off' => {
   if (v === 'auto' || v === 'off') return v;
   const n = Number(v);
   if (v.trim() === '' || !(n > 0) || !Number.isFinite(n)) throw new StartupError(`--step-target-ms: expected a positive number of ms, 'auto' or 'off', got '${v}'`);
-  return n;
-};
-
-const nonNegative = (name: string, v: string): number => {
-  const n = Number(v);
-  if (v.trim() === '' || !(n >= 0 && Number.isFinite(n))) throw new StartupError(`--${name}: expected a number ≥ 0, got '${v}'`);
-  return n;
-};
-
-const share = (name: string, v: string): number => {
-  const n = Number(v);
-  if (v.trim() === '' || !(n > 0 && n <= 1)) throw new StartupError(`--${name}: expected a number in (0, 1], got '${v}'`);
   return n;
 };
 
@@ -106,9 +85,6 @@ export function registerServeCommand(program: Command): void {
     .addOption(new Option('--scheduler <name>', 'scheduling policy').choices(['fifo', 'static', 'continuous']).default('continuous'))
     .addOption(new Option('--kv <mode>', 'KV accounting').choices(['paged', 'contiguous']).default('paged'))
     .addOption(new Option('--prefix-cache <on|off>', 'radix prefix cache (paged KV only)').choices(['on', 'off']).default('on'))
-    .option('--admission-headroom-batch-share <share>', 'the shortcut admits only while the running batch, with the request, fills at most this share of the sequence slots, (0, 1]', '0.25')
-    .addOption(new Option('--admission-headroom-queue <on|off>', "the shortcut admits with requests waiting, counting them in the batch and their prompt work in this request's prefill ('off': only with nothing queued)").choices(['on', 'off']).default('on'))
-    .option('--admission-keep-warm-ms <ms>', 'decide one made-up request every this many ms so the decision path stays in cache (0: off; measured: decision p99 ≤ 100 µs with it, ≤ 200 µs without)', '20')
     .option('--block-size <tokens>', 'KV block size', '16')
     .option('--cache-max-fraction <f>', 'most of the KV pool idle cached prefixes may keep, (0, 1]', '1')
     .addOption(new Option('--cache-retain <what>', "what the prefix cache keeps of a computed prompt: 'seen' (the part an earlier prompt also had; a retained unique prompt slows every decode) or 'all'").choices(['seen', 'all']).default('seen'))
@@ -121,16 +97,8 @@ export function registerServeCommand(program: Command): void {
     .option('--static-wait-ms <ms>', 'static scheduler: longest wait to fill a batch', '50')
     .option('--max-queued <n>', 'most requests held in memory', '1024')
     .option('--mock-speed <x>', 'mock runner cost multiplier', '1')
-    .addOption(new Option('--admission <mode>', 'admission control: admit a request only if its calibrated latency bound fits its budget').choices(['conformal', 'off']).default('conformal'))
-    .option('--admission-guarantee <p>', 'share of admitted requests promised to finish inside their budget, (0, 1)', '0.95')
-    .addOption(new Option('--admission-calibration <mode>', 'online conformal calibration: rolling window or adaptive (ACI)').choices(['rolling', 'aci']).default('rolling'))
-    .option('--admission-artifact <file>', 'an offline E2E predictor (headroom admission train); default: an online baseline fitted from outcomes')
-    .option('--admission-calibration-traces <dir>', 'warm start: calibrate the artifact on these collected traces from the first request')
-    .option('--admission-allow-mismatch', 'use an artifact fitted on another runner, model or machine (warns)', false)
-    .addOption(new Option('--admission-headroom <on|off>', 'admit what the bound refuses while the engine visibly has room (nothing queued, a small batch), checked against its own miss rate').choices(['on', 'off']).default('on'))
-    .option('--trace-out <file>', 'append one admission-trace JSON line per request (features as admission saw them, then the outcome)')
     .option('--served-model-name <names...>', "names the model answers to (requests must use one; /v1/models lists them); default: the model file's stem");
-  addFlowOptions(cmd)
+  addFlowOptions(addAdmissionOptions(cmd, 'conformal'))
     .option('--no-exit-on-engine-failure', `stay up with /health at 503 when the engine fails, instead of exiting with status ${EXIT_CODES.engineFailure}`)
     .action(async (f: ServeFlags, cmd: Command) => {
       const where = { host: f.host, port: Number(f.port) };
@@ -214,9 +182,7 @@ async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> 
 }
 
 async function admissionConfig(f: ServeFlags): Promise<AdmissionConfig> {
-  const guarantee = Number(f.admissionGuarantee);
-  if (!(guarantee > 0 && guarantee < 1)) throw new StartupError(`--admission-guarantee: expected a number in (0, 1), got '${f.admissionGuarantee}'`);
-  const base: AdmissionConfig = { mode: f.admission, guarantee, calibration: f.admissionCalibration, allowMismatch: f.admissionAllowMismatch, headroom: f.admissionHeadroom === 'on', headroomBatchShare: share('admission-headroom-batch-share', f.admissionHeadroomBatchShare), headroomQueue: f.admissionHeadroomQueue === 'on', keepWarmMs: nonNegative('admission-keep-warm-ms', f.admissionKeepWarmMs) };
+  const base = admissionBase(f);
   if (f.admissionArtifact === undefined) return base;
   if (!existsSync(f.admissionArtifact)) throw new StartupError(`admission artifact not found: ${f.admissionArtifact}`);
   // What the artifact must have been fitted on: this runner, this model file, this machine.

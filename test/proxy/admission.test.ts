@@ -1,0 +1,143 @@
+// Admission in gateway mode: the controller decides every request after flow control on the
+// gateway's books of what is in flight upstream; a refusal is 503 slo_unattainable with
+// Retry-After and never reaches the upstream; an admitted request's outcome (as the gateway
+// measured it) goes back to the controller and into the trace.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { request } from 'undici';
+import type { AdmissionController, AdmissionDecision, AdmissionOutcome } from '../../src/admission/controller.ts';
+import { createAdmissionController } from '../../src/admission/factory.ts';
+import { FEATURE_NAMES } from '../../src/admission/features.ts';
+import { refusal } from '../../src/backend/refusal.ts';
+import type { EngineSnapshot } from '../../src/engine/snapshot.ts';
+import { startTestGateway, within } from '../helpers/gateway.ts';
+import { streamCompletion } from '../helpers/sse.ts';
+import { StubUpstream } from '../helpers/stub-upstream.ts';
+
+/** Admits while fewer than `limit` requests are in the gateway's books; records what it saw and learned. */
+class CountingController implements AdmissionController {
+  readonly name = 'counting';
+  readonly needsFeatures = true;
+  readonly seen: { waiting: number; running: number; promptTokens: number; slots: number }[] = [];
+  readonly outcomes: AdmissionOutcome[] = [];
+  constructor(readonly limit: number) {}
+  decide(_ctx: unknown, s: EngineSnapshot | null, x: Float64Array): AdmissionDecision {
+    assert.ok(s !== null, 'gateway mode decides on a snapshot of its books');
+    this.seen.push({ waiting: s.numWaiting, running: s.numRunning, promptTokens: x[FEATURE_NAMES.indexOf('prompt_tokens')]!, slots: s.maxSequences });
+    const memo = { e2ePredictionMs: 1, ttftPredictionMs: null, sloMs: 1000, ttftBudgetMs: null };
+    if (s.numWaiting + s.numRunning < this.limit) return { admit: true, boundMs: 1, reason: 'fits', memo };
+    return { admit: false, boundMs: 99_999, reason: 'over_budget', memo, refusal: refusal('conformal', { message: 'too busy', retryAfterS: 7 }) };
+  }
+  observe(_x: Float64Array, _d: AdmissionDecision, o: AdmissionOutcome): void {
+    this.outcomes.push(o);
+  }
+  state(): Record<string, unknown> {
+    return { name: this.name };
+  }
+}
+
+const post = (url: string, body: unknown, headers: Record<string, string> = {}) => request(`${url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+
+test('gateway admission: decides on the books, refuses with 503 + Retry-After before the upstream, learns and traces outcomes', async () => {
+  const stub = await new StubUpstream({ tokens: 3, autoRelease: false }).start();
+  stub.slots = 4;
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'hr-gw-adm-'));
+  const traceOut = path.join(dir, 'trace.jsonl');
+  const controller = new CountingController(1);
+  const gw = await startTestGateway([stub.url], { admission: controller, traceOut });
+  const body = { model: 'stub-model', prompt: 'x'.repeat(400), max_tokens: 3, stream: true };
+  try {
+    const first = streamCompletion(gw.url, body);
+    await within(stub.waitForRequests(1), 'the first request to reach the upstream');
+    const second = await post(gw.url, body);
+    assert.equal(second.statusCode, 503);
+    assert.equal(((await second.body.json()) as { error: { code: string } }).error.code, 'slo_unattainable');
+    assert.equal(second.headers['retry-after'], '7');
+    assert.equal(stub.requests.length, 1, 'the refused request never reached the upstream');
+    stub.release(10);
+    assert.ok((await first).sawDone);
+    // The stream is over: the books are empty again and the next request is admitted.
+    const third = await streamCompletion(gw.url, body);
+    assert.ok(third.sawDone);
+
+    assert.deepEqual(controller.seen.map((s) => [s.waiting, s.running]), [[0, 0], [1, 0], [0, 0]]);
+    assert.equal(controller.seen[0]!.promptTokens, 100, '400 prompt bytes at 4 bytes a token');
+    assert.equal(controller.seen[0]!.slots, 4, "the upstream's /props total_slots");
+    assert.equal(controller.outcomes.length, 2, 'each admitted request reports back once');
+    for (const o of controller.outcomes) {
+      assert.equal(o.censored, false);
+      assert.ok(o.ttftMs !== null && o.e2eMs !== null && o.ttftMs <= o.e2eMs);
+    }
+    await gw.close();
+    const rows = readFileSync(traceOut, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { admitted: boolean; outcome: string; features: Record<string, number>; e2e_ms: number | null });
+    assert.deepEqual(rows.map((r) => [r.admitted, r.outcome]).sort(), [[false, 'refused'], [true, 'length'], [true, 'length']]);
+    assert.equal(rows.find((r) => !r.admitted)!.features['waiting'], 1, 'the refused row holds the features the decision saw');
+    assert.ok(rows.filter((r) => r.admitted).every((r) => r.e2e_ms !== null && r.e2e_ms >= 0));
+  } finally {
+    await gw.close().catch(() => undefined);
+    await stub.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('gateway admission: a client that leaves mid-stream is a censored outcome and leaves the books', async () => {
+  const stub = await new StubUpstream({ tokens: 50, autoRelease: false }).start();
+  const controller = new CountingController(10);
+  const gw = await startTestGateway([stub.url], { admission: controller });
+  try {
+    const ac = new AbortController();
+    // The gateway answers once the upstream's first bytes arrive: two tokens are let out first.
+    stub.release(2);
+    const res = await request(`${gw.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'stub-model', prompt: 'hi', max_tokens: 50, stream: true }), signal: ac.signal });
+    for await (const chunk of res.body) {
+      if (String(chunk).includes('t1')) break;
+    }
+    ac.abort();
+    await within(stub.waitForAbort(), 'the upstream to see the disconnect');
+    await within((async () => { while (controller.outcomes.length === 0) await new Promise((r) => setTimeout(r, 5)); })(), 'the outcome');
+    assert.equal(controller.outcomes[0]!.censored, true);
+    assert.equal(gw.gateway.backend.load.numInFlight, 0);
+  } finally {
+    await gw.close();
+    await stub.stop();
+  }
+});
+
+test('gateway admission: the conformal controller, calibrated on what it saw, refuses a budget the upstream cannot meet', async () => {
+  // Paced output, so the books measure a step time and a decode rate (an upstream that answers in one burst leaves them cold, and a cold upstream's requests are admitted).
+  const stub = await new StubUpstream({ tokens: 4, tokenDelayMs: 5 }).start();
+  const controller = createAdmissionController({ mode: 'conformal', guarantee: 0.9, minOutcomes: 20, headroom: false });
+  const gw = await startTestGateway([stub.url], { admission: controller, server: { minSloMs: 1 } });
+  const body = { model: 'stub-model', prompt: 'hello there', max_tokens: 4, stream: true };
+  try {
+    for (let i = 0; i < 40; i++) assert.ok((await streamCompletion(gw.url, body)).sawDone);
+    // Each request took at least a millisecond through two HTTP hops: a 1 ms budget cannot be
+    // bounded. On idle books the exploration quota (4 per 10 s) may still admit a few as probes.
+    let refused: Awaited<ReturnType<typeof post>> | null = null;
+    let probes = 0;
+    while (refused === null && probes <= 4) {
+      const res = await post(gw.url, body, { 'x-slo-ms': '1' });
+      if (res.statusCode === 503) refused = res;
+      else {
+        assert.equal(res.statusCode, 200);
+        await res.body.dump();
+        probes++;
+      }
+    }
+    assert.ok(refused !== null, `a 1 ms budget was admitted ${probes} times`);
+    assert.equal(((await refused.body.json()) as { error: { code: string } }).error.code, 'slo_unattainable');
+    assert.ok(Number(refused.headers['retry-after']) >= 1);
+    const ok = await streamCompletion(gw.url, body, '/v1/completions', { 'x-slo-ms': '60000' });
+    assert.ok(ok.sawDone, 'a generous budget is admitted');
+    const stats = (await (await request(`${gw.url}/stats`)).body.json()) as { admission: { numRefused: number; numDecisions: number; reasons: Record<string, number> } };
+    assert.equal(stats.admission.numRefused, 1);
+    assert.equal(stats.admission.numDecisions, 42 + probes);
+    assert.equal(stats.admission.reasons['over_budget'], 1);
+  } finally {
+    await gw.close();
+    await stub.stop();
+  }
+});
