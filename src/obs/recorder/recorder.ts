@@ -71,6 +71,7 @@ export class Recorder implements RunListener {
   #flushing: Promise<void> = Promise.resolve();
   #timer: NodeJS.Timeout | null = null;
   #closed = false;
+  #closing: Promise<void> | null = null;
 
   private constructor(opts: RecorderOptions, runName: string, runDir: string) {
     this.#opts = { ...DEFAULT_RECORDER_LIMITS, ...definedOnly(opts) };
@@ -124,12 +125,17 @@ export class Recorder implements RunListener {
     return this.#flushing;
   }
 
-  /** Flush, write the end record, close the file. Later events are ignored. */
-  async close(): Promise<void> {
-    if (this.#closed) return this.#flushing;
-    if (this.#timer !== null) clearInterval(this.#timer);
-    this.#pending.push({ t: 'end', at: this.#clock.nowMs(), dropped: this.#numDropped });
+  /** Flush, write the end record (with every drop counted), close the file. Later events are ignored. */
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
     this.#closed = true;
+    if (this.#timer !== null) clearInterval(this.#timer);
+    await this.flush();
+    this.#pending.push({ t: 'end', at: Math.round(this.#clock.nowMs() * 1000) / 1000, dropped: this.#numDropped });
     await this.flush();
     await this.#file?.close();
     this.#file = null;
