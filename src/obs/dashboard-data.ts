@@ -9,9 +9,11 @@
 import type { Recording } from './recorder/reader.ts';
 
 export interface DashboardSeries {
-  /** Start of each one-second bucket, s. */
+  /** Width of a bucket, s (live: 1; a recorded run: chosen so that it has at most MAX_BUCKETS). */
+  readonly bucketS: number;
+  /** Start of each bucket, s. */
   readonly tS: readonly number[];
-  /** Requests submitted to the engine (admitted) in the bucket. */
+  /** Requests submitted to the engine (admitted) per second, over the bucket; refused and finished likewise. */
   readonly admitted: readonly number[];
   readonly refused: readonly number[];
   readonly finished: readonly number[];
@@ -59,6 +61,19 @@ export interface DashboardData {
 }
 
 export const MAX_POINTS = 5000;
+/** Most time buckets in a recorded run's series. */
+export const MAX_BUCKETS = 300;
+const BUCKET_WIDTHS_MS = [100, 200, 500, 1000, 2000, 5000, 10_000, 15_000, 30_000, 60_000, 120_000, 300_000, 600_000, 1_800_000, 3_600_000];
+
+/** The narrowest round bucket width that covers `spanMs` in at most MAX_BUCKETS buckets. */
+export function bucketWidthMs(spanMs: number): number {
+  for (const w of BUCKET_WIDTHS_MS) if (spanMs / w <= MAX_BUCKETS) return w;
+  return Math.ceil(spanMs / MAX_BUCKETS / 3_600_000) * 3_600_000;
+}
+
+function perSecond(counts: readonly number[], bucketMs: number): number[] {
+  return counts.map((c) => Math.round((c * 1000 * 1000) / bucketMs) / 1000);
+}
 
 /** Every k-th element so that at most `max` remain (first and order kept). */
 export function capPoints<T>(xs: readonly T[], max = MAX_POINTS): T[] {
@@ -87,9 +102,10 @@ export function runData(rec: Recording): DashboardData {
   for (const s of rec.steps) see(s.s, s.e);
   if (t0 === Infinity) t0 = tEnd = h.clockAtStartMs;
   if (rec.end !== null && rec.end.at > tEnd) tEnd = rec.end.at;
-  const numBuckets = Math.max(1, Math.ceil((tEnd - t0) / 1000) + 1);
+  const bucketMs = bucketWidthMs(tEnd - t0);
+  const numBuckets = Math.max(1, Math.ceil((tEnd - t0) / bucketMs) + 1);
   const zeros = (): number[] => new Array<number>(numBuckets).fill(0);
-  const bucket = (ms: number): number => Math.min(numBuckets - 1, Math.max(0, Math.floor((ms - t0) / 1000)));
+  const bucket = (ms: number): number => Math.min(numBuckets - 1, Math.max(0, Math.floor((ms - t0) / bucketMs)));
   const admitted = zeros();
   const refused = zeros();
   const finished = zeros();
@@ -101,8 +117,8 @@ export function runData(rec: Recording): DashboardData {
   // Interval counts by difference arrays, O(requests + buckets): a request is counted at the end
   // of each bucket it spends between arrival and finish (waiting before its first step, then running).
   const add = (diff: number[], fromMs: number, toMs: number): void => {
-    const k0 = Math.max(0, Math.ceil((fromMs - t0) / 1000 - 1));
-    const k1 = Math.min(numBuckets, Math.ceil((toMs - t0) / 1000 - 1));
+    const k0 = Math.max(0, Math.ceil((fromMs - t0) / bucketMs - 1));
+    const k1 = Math.min(numBuckets, Math.ceil((toMs - t0) / bucketMs - 1));
     if (k1 <= k0) return;
     diff[k0]!++;
     if (k1 < numBuckets) diff[k1]!--;
@@ -110,7 +126,7 @@ export function runData(rec: Recording): DashboardData {
   for (const d of done) {
     admitted[bucket(d.arr)]!++;
     if (d.fin !== null) finished[bucket(d.fin)]!++;
-    const end = d.fin ?? tEnd + 1000;
+    const end = d.fin ?? tEnd + bucketMs;
     const sch = Math.min(d.sch ?? end, end);
     add(outstanding, d.arr, end);
     add(waiting, d.arr, sch);
@@ -148,10 +164,11 @@ export function runData(rec: Recording): DashboardData {
       steps: String(rec.steps.length),
     },
     series: {
-      tS: admitted.map((_, k) => k),
-      admitted,
-      refused,
-      finished,
+      bucketS: bucketMs / 1000,
+      tS: admitted.map((_, k) => round((k * bucketMs) / 1000)),
+      admitted: perSecond(admitted, bucketMs),
+      refused: perSecond(refused, bucketMs),
+      finished: perSecond(finished, bucketMs),
       outstanding,
       waiting,
       running,

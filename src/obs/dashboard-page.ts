@@ -100,11 +100,16 @@ const SCRIPT = `
     for (var i = 0; i < xs.length; i++) if (xs[i] !== null && xs[i] > m) m = xs[i];
     return m;
   }
-  function lines(id, title, ts, named, yLabel) {
+  function xEnd(d) {
+    var ts = d.series.tS;
+    return ts.length > 0 ? ts[ts.length - 1] + d.series.bucketS : 1;
+  }
+  function lines(id, title, d, named, yLabel) {
+    var ts = d.series.tS;
     var svg = panel(id, title, named.map(function (n) { return [n[0], n[1]]; }));
     var yMax = 0;
     named.forEach(function (n) { yMax = Math.max(yMax, max(n[2])); });
-    var s = axes(svg, ts.length > 0 ? ts[ts.length - 1] : 1, yMax * 1.1);
+    var s = axes(svg, xEnd(d), yMax * 1.1);
     if (yLabel) text(svg, 2, T + 8, yLabel);
     named.forEach(function (n) {
       var d = '', pen = false;
@@ -117,16 +122,22 @@ const SCRIPT = `
       el('path', { d: d, fill: 'none', stroke: COLORS[n[0]], 'stroke-width': 1.5, 'data-series': n[0] }, svg);
     });
   }
-  function budgetLine(svg, s, xMax, ms) {
+  /** A budget far above every point is named, not drawn: it would flatten the points to the axis. */
+  function budgetLine(svg, s, xMax, ms, yMax) {
     if (ms === null || ms === undefined) return;
+    if (ms > yMax) {
+      text(svg, W - R - 2, T + 8, 'budget ' + fmt(ms) + ' ms (above)', 'end');
+      return;
+    }
     el('line', { x1: s.x(0), y1: s.y(ms), x2: s.x(xMax), y2: s.y(ms), stroke: COLORS.budget, 'stroke-dasharray': '4 3', 'data-budget': ms }, svg);
     text(svg, W - R - 2, s.y(ms) - 3, 'budget ' + fmt(ms) + ' ms', 'end');
   }
   function latency(d) {
     var svg = panel('latency', 'Latency per request (by arrival): E2E and TTFT, ms' + (d.requests.length < d.numRequests - d.numRefused ? ' — ' + d.requests.length + ' shown' : ''),
       [['e2e', 'E2E'], ['ttft', 'TTFT'], ['late', 'E2E over budget'], ['failed', 'aborted / failed']]);
-    var xMax = d.series.tS.length > 0 ? d.series.tS[d.series.tS.length - 1] + 1 : 1;
-    var yMax = Math.max(max(d.requests.map(function (r) { return r.e2eMs; })), d.sloMs || 0) * 1.1;
+    var xMax = xEnd(d);
+    var top = max(d.requests.map(function (r) { return r.e2eMs; }));
+    var yMax = (d.sloMs !== null && d.sloMs <= 4 * top ? Math.max(top, d.sloMs) : top) * 1.1;
     var s = axes(svg, xMax, yMax);
     var n = 0;
     d.requests.forEach(function (r) {
@@ -140,12 +151,12 @@ const SCRIPT = `
       el('title', {}, dot).textContent = r.id + ': ' + r.outcome + ', E2E ' + fmt(r.e2eMs) + ' ms, TTFT ' + fmt(r.ttftMs) + ' ms';
       n++;
     });
-    budgetLine(svg, s, xMax, d.sloMs);
+    budgetLine(svg, s, xMax, d.sloMs, yMax);
     return n;
   }
   function bounds(d) {
     var svg = panel('bound', 'Admission bound against the budget, ms (' + d.decisions.length + ' decisions)', [['bound', 'bound, admitted'], ['refusedBound', 'bound, refused'], ['budget', 'budget']]);
-    var xMax = d.series.tS.length > 0 ? d.series.tS[d.series.tS.length - 1] + 1 : 1;
+    var xMax = xEnd(d);
     var yMax = Math.max(max(d.decisions.map(function (x) { return x.boundMs; })), max(d.decisions.map(function (x) { return x.budgetMs; })), d.sloMs || 0) * 1.1;
     var s = axes(svg, xMax, yMax);
     d.decisions.forEach(function (x) {
@@ -153,7 +164,7 @@ const SCRIPT = `
       if (x.boundMs === null) return;
       el('circle', { cx: s.x(x.tS).toFixed(1), cy: s.y(x.boundMs).toFixed(1), r: 2, fill: x.admit ? COLORS.bound : COLORS.refusedBound, class: 'decision' }, svg);
     });
-    budgetLine(svg, s, xMax, d.sloMs);
+    budgetLine(svg, s, xMax, d.sloMs, yMax);
   }
   function draw(d) {
     document.getElementById('title').textContent = d.mode === 'run' ? 'Headroom — recorded run ' + d.title : 'Headroom — live engine';
@@ -175,10 +186,10 @@ const SCRIPT = `
       now.appendChild(s);
     });
     var x = d.series;
-    lines('rates', 'Admitted, completed and refused per second', x.tS, [['admitted', 'admitted', x.admitted], ['finished', 'completed', x.finished], ['refused', 'refused', x.refused]]);
-    lines('queue', 'Outstanding, waiting and running requests', x.tS, [['outstanding', 'outstanding', x.outstanding], ['waiting', 'waiting', x.waiting], ['running', 'running', x.running]]);
-    lines('batch', 'Batch size (mean rows per step)', x.tS, [['batch', 'rows per step', x.batch]]);
-    if (x.kv.some(function (v) { return v !== null; })) lines('kv', 'KV blocks in use (share)', x.tS, [['kv', 'KV use', x.kv]]);
+    lines('rates', 'Admitted, completed and refused per second', d, [['admitted', 'admitted', x.admitted], ['finished', 'completed', x.finished], ['refused', 'refused', x.refused]]);
+    lines('queue', 'Outstanding, waiting and running requests', d, [['outstanding', 'outstanding', x.outstanding], ['waiting', 'waiting', x.waiting], ['running', 'running', x.running]]);
+    lines('batch', 'Batch size (mean rows per step)', d, [['batch', 'rows per step', x.batch]]);
+    if (x.kv.some(function (v) { return v !== null; })) lines('kv', 'KV blocks in use (share)', d, [['kv', 'KV use', x.kv]]);
     var n = latency(d);
     bounds(d);
     body.setAttribute('data-requests', String(d.numRequests));

@@ -106,6 +106,7 @@ export class LiveView implements RunListener {
       sloMs: this.#sloMs,
       facts: { model: info.modelId, runner: info.name, scheduler: s.name, window: `last ${WINDOW_S} s` },
       series: {
+        bucketS: 1,
         tS: seconds.map((_, k) => k),
         admitted: get((b) => b.admitted, 0),
         refused: get((b) => b.refused, 0),
