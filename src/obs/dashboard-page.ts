@@ -47,8 +47,8 @@ const SCRIPT = `
   }
   function fmt(v) {
     if (v === null || v === undefined) return '–';
-    if (Math.abs(v) >= 1000) return (v / 1000).toFixed(1) + 'k';
-    return Math.abs(v) < 10 && v % 1 !== 0 ? v.toFixed(2) : String(Math.round(v));
+    if (Math.abs(v) >= 1000) return String(Math.round(v / 100) / 10) + 'k';
+    return Math.abs(v) < 10 && Math.abs(v % 1) > 1e-9 ? String(Math.round(v * 100) / 100) : String(Math.round(v));
   }
   function panel(id, title, legend) {
     var p = document.getElementById(id);
@@ -78,22 +78,28 @@ const SCRIPT = `
     var svg = el('svg', { width: W, height: H, viewBox: '0 0 ' + W + ' ' + H, 'data-chart': id }, p);
     return svg;
   }
-  /** Axes for x in [0, xMax] and y in [0, yMax]; returns the scales. */
+  /** A round tick step (1, 2 or 5 times a power of ten) giving at most five intervals up to v. */
+  function step(v) {
+    var raw = v / 5, p = Math.pow(10, Math.floor(Math.log10(raw))), m = raw / p;
+    return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
+  }
+  /** Axes for x in [0, xMax] and y in [0, yMax] (rounded up to a tick); returns the scales. */
   function axes(svg, xMax, yMax, xLabel) {
     xMax = xMax > 0 ? xMax : 1;
     yMax = yMax > 0 ? yMax : 1;
+    var ys = step(yMax), xs = step(xMax);
+    yMax = Math.ceil(yMax / ys - 1e-9) * ys;
     var sx = function (x) { return L + (x / xMax) * (W - L - R); };
     var sy = function (y) { return H - B - (Math.min(y, yMax) / yMax) * (H - T - B); };
     el('line', { x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: '#999' }, svg);
     el('line', { x1: L, y1: T, x2: L, y2: H - B, stroke: '#999' }, svg);
-    for (var i = 0; i <= 4; i++) {
-      var yv = (yMax * i) / 4, xv = (xMax * i) / 4;
+    for (var yv = 0; yv <= yMax + 1e-9; yv += ys) {
       el('line', { x1: L, y1: sy(yv), x2: W - R, y2: sy(yv), stroke: '#eee' }, svg);
       text(svg, L - 4, sy(yv) + 3, fmt(yv), 'end');
-      text(svg, sx(xv), H - B + 12, fmt(xv), 'middle');
     }
+    for (var xv = 0; xv <= xMax + 1e-9; xv += xs) text(svg, sx(xv), H - B + 12, fmt(xv), 'middle');
     text(svg, W - R, H - 2, xLabel || 's', 'end');
-    return { x: sx, y: sy };
+    return { x: sx, y: sy, yMax: yMax };
   }
   function max(xs) {
     var m = 0;
@@ -151,7 +157,7 @@ const SCRIPT = `
       el('title', {}, dot).textContent = r.id + ': ' + r.outcome + ', E2E ' + fmt(r.e2eMs) + ' ms, TTFT ' + fmt(r.ttftMs) + ' ms';
       n++;
     });
-    budgetLine(svg, s, xMax, d.sloMs, yMax);
+    budgetLine(svg, s, xMax, d.sloMs, s.yMax);
     return n;
   }
   function bounds(d) {
@@ -164,7 +170,7 @@ const SCRIPT = `
       if (x.boundMs === null) return;
       el('circle', { cx: s.x(x.tS).toFixed(1), cy: s.y(x.boundMs).toFixed(1), r: 2, fill: x.admit ? COLORS.bound : COLORS.refusedBound, class: 'decision' }, svg);
     });
-    budgetLine(svg, s, xMax, d.sloMs, yMax);
+    budgetLine(svg, s, xMax, d.sloMs, s.yMax);
   }
   function draw(d) {
     document.getElementById('title').textContent = d.mode === 'run' ? 'Headroom — recorded run ' + d.title : 'Headroom — live engine';

@@ -4,7 +4,7 @@
 // the run; the caller closes it.
 
 import { startTestServer } from './headroom.ts';
-import type { TestServer } from './headroom.ts';
+import type { TestServer, TestServerOptions } from './headroom.ts';
 
 export interface RecordedRun {
   readonly server: TestServer;
@@ -20,6 +20,8 @@ export interface RecordedRunOptions {
   readonly ratePerS: number;
   readonly maxQueuedRequests: number;
   readonly sloMs?: number;
+  /** Admission control (default off: the queue cap alone refuses). */
+  readonly admission?: TestServerOptions['admission'];
 }
 
 export async function recordRun(opts: RecordedRunOptions): Promise<RecordedRun> {
@@ -29,6 +31,7 @@ export async function recordRun(opts: RecordedRunOptions): Promise<RecordedRun> 
     maxQueuedRequests: opts.maxQueuedRequests,
     server: { sloMs: opts.sloMs ?? 2000 },
     record: { dir: opts.dir, flushMs: 100 },
+    ...(opts.admission === undefined ? {} : { admission: opts.admission }),
   });
   const n = opts.numRequests;
   const gapMs = 1000 / opts.ratePerS;
