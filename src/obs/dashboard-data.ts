@@ -84,6 +84,7 @@ export function capPoints<T>(xs: readonly T[], max = MAX_POINTS): T[] {
   return out;
 }
 
+const str = (v: unknown): string => (typeof v === 'string' ? v : '?');
 const round = (x: number, d = 3): number => Math.round(x * 10 ** d) / 10 ** d;
 
 /** A recorded run as the page draws it. */
@@ -155,10 +156,10 @@ export function runData(rec: Recording): DashboardData {
     sloMs,
     facts: {
       started: h.startedAt,
-      model: String(meta['model'] ?? '?'),
-      runner: String(meta['runner'] ?? '?'),
-      scheduler: String(scheduler?.scheduler ?? '?'),
-      admission: String(meta['admission'] ?? '?'),
+      model: str(meta['model']),
+      runner: str(meta['runner']),
+      scheduler: str(scheduler?.scheduler),
+      admission: str(meta['admission']),
       version: h.version,
       segments: String(rec.segments.length),
       steps: String(rec.steps.length),

@@ -21,11 +21,12 @@ export interface DecisionEvent {
   readonly reason: string;
 }
 
+/** Function properties, not methods: the engine keeps `step` as a bare function. */
 export interface RunListener {
-  step?(record: StepRecord): void;
-  decided?(d: DecisionEvent): void;
+  readonly step?: (record: StepRecord) => void;
+  readonly decided?: (d: DecisionEvent) => void;
   /** `atMs`: engine clock when it was refused. */
-  refused?(t: RequestTimeline, reason: RefusalReason, atMs: number): void;
+  readonly refused?: (t: RequestTimeline, reason: RefusalReason, atMs: number) => void;
   /** Once per admitted request (per choice). */
-  finished?(t: RequestTimeline, reason: FinishReason): void;
+  readonly finished?: (t: RequestTimeline, reason: FinishReason) => void;
 }

@@ -61,7 +61,7 @@ export async function readRecording(dir: string): Promise<Recording> {
       }
       switch (line.t) {
         case 'header':
-          if (line.format !== RECORDING_FORMAT) throw new Error(`${join(dir, f)}: format '${String(line.format)}', expected '${RECORDING_FORMAT}'`);
+          if ((line.format as string) !== RECORDING_FORMAT) throw new Error(`${join(dir, f)}: format ${JSON.stringify(line.format)}, expected '${RECORDING_FORMAT}'`);
           if (fi === 0) header = line;
           break;
         case 'step':
@@ -80,7 +80,7 @@ export async function readRecording(dir: string): Promise<Recording> {
           end = line;
           break;
         default:
-          throw new Error(`${join(dir, f)}:${li + 1}: unknown record type '${String((line as { t: unknown }).t)}'`);
+          throw new Error(`${join(dir, f)}:${li + 1}: unknown record type ${JSON.stringify((line as unknown as Record<string, unknown>)['t'])}`);
       }
     }
   }
