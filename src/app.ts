@@ -223,13 +223,15 @@ export class Headroom {
       runner: info.name,
       maxSequences: info.maxSequences,
       contextTokens: info.contextTokens,
+      maxBatchTokens: info.maxBatchTokens,
+      maxOutputTokens: opts.server.maxOutputTokens,
       scheduler: opts.scheduler,
       maxQueuedRequests: opts.maxQueuedRequests,
       sloMs: opts.server.sloMs,
       admission: this.admission.name,
       config: opts.statsExtra?.()['config'] ?? null,
     };
-    this.#recorder = await Recorder.start({ ...record, clock: this.#clock, version: version().version, meta });
+    this.#recorder = await Recorder.start({ ...record, clock: this.#clock, version: version().version, meta, blockSize: opts.scheduler.blockSize ?? 16 });
     this.obs.addListener(this.#recorder);
     this.app.log.info(`recording to ${this.#recorder.runDir}`);
   }

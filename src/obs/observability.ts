@@ -63,6 +63,7 @@ export class Observability {
   addListener(l: RunListener): void {
     this.#listeners.push(l);
     if (l.step !== undefined && this.#engine !== null) this.#engine.onStep(l.step);
+    if (l.submitted !== undefined && this.#engine !== null) this.#engine.onSubmit(l.submitted);
   }
 
   /** An admission decision (not made for a request that bypasses admission). */

@@ -5,6 +5,7 @@
 
 import type { RefusalReason } from '../backend/refusal.ts';
 import type { FinishReason, RequestTimeline } from '../engine/outputs.ts';
+import type { Request } from '../engine/request.ts';
 import type { StepRecord } from '../engine/step-record.ts';
 
 /** An admission decision as the recorder keeps it (the bound against the request's budget). */
@@ -24,6 +25,8 @@ export interface DecisionEvent {
 /** Function properties, not methods: the engine keeps `step` as a bare function. */
 export interface RunListener {
   readonly step?: (record: StepRecord) => void;
+  /** A request the engine took (engine mode), read at once and never kept. */
+  readonly submitted?: (req: Request) => void;
   readonly decided?: (d: DecisionEvent) => void;
   /** `atMs`: engine clock when it was refused. */
   readonly refused?: (t: RequestTimeline, reason: RefusalReason, atMs: number) => void;

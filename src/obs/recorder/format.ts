@@ -3,6 +3,7 @@
 // the other lines are steps, decisions, finishes and refusals in the order they happened.
 //
 //   {"t":"header","format":"headroom-recording","v":1,"run":"…","segment":1,"startedAt":"ISO","clockAtStartMs":…,"version":"0.1.0","meta":{…}}
+//   {"t":"submit","id":"cmpl-1","at":100.95,"arr":100.9,"slo":5000,"p":160,"m":32,"ie":1,"fork":null,"b":["9e3779b9",…],"tl":"0badf00d"}
 //   {"t":"step","i":12,"s":105.2,"e":109.8,"c":4.1,"k":"mixed","a":["cmpl-1"],"x":[["cmpl-0","abort"]],"kv":2,"r":[["cmpl-1",160,0,1]],"ok":1,"o":[["cmpl-1",1,null]]}
 //   {"t":"decision","id":"cmpl-1","at":101.0,"admit":1,"bound":812.5,"budget":5000,"why":"fits"}
 //   {"t":"done","id":"cmpl-1","arr":100.9,"dl":5100.9,"sch":105.2,"ft":109.8,"fin":230.4,"p":160,"m":32,"cached":0,"n":32,"pre":0,"o":"length"}
@@ -12,10 +13,14 @@
 // Times are the engine clock in ms (monotonic; wall time = startedAt + (t − clockAtStartMs)). A
 // step's rows `r` are [requestId, tokens fed, start position, sampled 0|1]; its outputs `o` are
 // [requestId, tokens gained, finish reason or null]. Token ids, prompts and sampling settings are
-// not written: the recorder holds no user text, and a row's token count is what a schedule is.
+// not written: the recorder holds no user text, and a row's token count is what a schedule is. A
+// submit line carries what replay needs instead: the prompt's shape as a chain of 32-bit hashes,
+// one per full KV block (`b`, block j's hash covers blocks 0..j) and one of the whole prompt (`tl`),
+// so prompts that shared a prefix share it again when replay makes up their tokens.
 
 import type { RefusalReason } from '../../backend/refusal.ts';
 import type { FinishReason, RequestTimeline } from '../../engine/outputs.ts';
+import type { Request } from '../../engine/request.ts';
 import type { StepKind, StepRecord } from '../../engine/step-record.ts';
 import type { DecisionEvent } from '../run-listener.ts';
 
@@ -38,6 +43,24 @@ export interface HeaderLine {
   readonly version: string;
   /** Model, runner, scheduler and server settings, the effective configuration. */
   readonly meta: Readonly<Record<string, unknown>>;
+}
+
+export interface SubmitLine {
+  readonly t: 'submit';
+  readonly id: string;
+  /** Engine clock when the engine took it. */
+  readonly at: number;
+  readonly arr: number;
+  /** Latency budget, ms (deadline − arrival). */
+  readonly slo: number;
+  readonly p: number;
+  readonly m: number;
+  /** 1: ignore_eos. */
+  readonly ie: 0 | 1;
+  /** Parallel sampling: the id of the choice whose prompt this one shares. */
+  readonly fork: string | null;
+  readonly b: readonly string[];
+  readonly tl: string;
 }
 
 export interface StepLine {
@@ -101,7 +124,7 @@ export interface EndLine {
   readonly dropped: number;
 }
 
-export type RecordLine = HeaderLine | StepLine | DecisionLine | DoneLine | RefusedLine | EndLine;
+export type RecordLine = HeaderLine | SubmitLine | StepLine | DecisionLine | DoneLine | RefusedLine | EndLine;
 
 /** Three decimals of a ms: µs resolution, shorter lines. */
 const ms = (x: number): number => Math.round(x * 1000) / 1000;
@@ -121,6 +144,45 @@ export function stepLine(r: StepRecord): StepLine {
     r: r.plan.items.map((it) => [it.requestId, it.tokens.length, it.startPos, it.sample ? 1 : 0] as const),
     ok: r.result.ok ? 1 : r.result.reason,
     o: r.outputs.map((o) => [o.requestId, o.newTokenIds.length, o.finishReason] as const),
+  };
+}
+
+/** FNV-1a over 32-bit words, continuing from `h`. */
+export function fnv(h: number, tokens: readonly number[], from = 0, to = tokens.length): number {
+  for (let i = from; i < to; i++) {
+    const t = tokens[i]!;
+    for (let k = 0; k < 4; k++) {
+      h ^= (t >>> (8 * k)) & 0xff;
+      h = Math.imul(h, 0x01000193) >>> 0;
+    }
+  }
+  return h;
+}
+
+const hex = (h: number): string => h.toString(16).padStart(8, '0');
+const FNV_SEED = 0x811c9dc5;
+
+/** O(prompt tokens): on the API's path at submit, never on the step loop. */
+export function submitLine(req: Request, atMs: number, blockSize: number): SubmitLine {
+  const tokens = req.promptTokens;
+  const b: string[] = [];
+  let h = FNV_SEED;
+  for (let j = 0; (j + 1) * blockSize <= tokens.length; j++) {
+    h = fnv(h, tokens, j * blockSize, (j + 1) * blockSize);
+    b.push(hex(h));
+  }
+  return {
+    t: 'submit',
+    id: req.id,
+    at: ms(atMs),
+    arr: ms(req.arrivalMs),
+    slo: ms(req.deadlineMs - req.arrivalMs),
+    p: tokens.length,
+    m: req.maxTokens,
+    ie: req.ignoreEos ? 1 : 0,
+    fork: req.forkOf?.id ?? null,
+    b,
+    tl: hex(fnv(FNV_SEED, tokens)),
   };
 }
 

@@ -4,7 +4,7 @@
 
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { DecisionLine, DoneLine, EndLine, HeaderLine, RecordLine, RefusedLine, StepLine } from './format.ts';
+import type { DecisionLine, DoneLine, EndLine, HeaderLine, RecordLine, RefusedLine, StepLine, SubmitLine } from './format.ts';
 import { RECORDING_FORMAT } from './format.ts';
 
 export interface Recording {
@@ -12,6 +12,7 @@ export interface Recording {
   readonly header: HeaderLine;
   /** Segment file names read, oldest first. */
   readonly segments: readonly string[];
+  readonly submits: readonly SubmitLine[];
   readonly steps: readonly StepLine[];
   readonly decisions: readonly DecisionLine[];
   readonly done: readonly DoneLine[];
@@ -37,6 +38,7 @@ export async function readRecording(dir: string): Promise<Recording> {
   const files = (await readdir(dir)).filter((f) => SEGMENT.test(f)).sort((a, b) => Number(SEGMENT.exec(a)![1]) - Number(SEGMENT.exec(b)![1]));
   if (files.length === 0) throw new Error(`${dir}: no segment files (segment-NNNNNN.jsonl): not a Headroom recording`);
   let header: HeaderLine | null = null;
+  const submits: SubmitLine[] = [];
   const steps: StepLine[] = [];
   const decisions: DecisionLine[] = [];
   const done: DoneLine[] = [];
@@ -64,6 +66,9 @@ export async function readRecording(dir: string): Promise<Recording> {
           if ((line.format as string) !== RECORDING_FORMAT) throw new Error(`${join(dir, f)}: format ${JSON.stringify(line.format)}, expected '${RECORDING_FORMAT}'`);
           if (fi === 0) header = line;
           break;
+        case 'submit':
+          submits.push(line);
+          break;
         case 'step':
           steps.push(line);
           break;
@@ -85,5 +90,5 @@ export async function readRecording(dir: string): Promise<Recording> {
     }
   }
   if (header === null) throw new Error(`${join(dir, files[0]!)}: no header line`);
-  return { header, segments: files, steps, decisions, done, refused, end, numTruncated };
+  return { header, segments: files, submits, steps, decisions, done, refused, end, numTruncated };
 }

@@ -22,7 +22,8 @@ import type { FinishReason, RequestTimeline } from '../../engine/outputs.ts';
 import type { StepRecord } from '../../engine/step-record.ts';
 import type { DecisionEvent, RunListener } from '../run-listener.ts';
 import type { HeaderLine, RecordLine } from './format.ts';
-import { decisionLine, doneLine, RECORDING_FORMAT, RECORDING_VERSION, refusedLine, stepLine } from './format.ts';
+import type { Request } from '../../engine/request.ts';
+import { decisionLine, doneLine, RECORDING_FORMAT, RECORDING_VERSION, refusedLine, stepLine, submitLine } from './format.ts';
 
 export interface RecorderLimits {
   /** Largest segment file, bytes (default 16 MiB). */
@@ -43,6 +44,8 @@ export interface RecorderOptions extends RecorderLimits {
   readonly clock: Clock;
   readonly version: string;
   readonly meta: Readonly<Record<string, unknown>>;
+  /** KV block size of the prompt hashes in submit records (default 16; the scheduler's). */
+  readonly blockSize?: number;
 }
 
 export const DEFAULT_RECORDER_LIMITS = { maxSegmentBytes: 16 * 1024 * 1024, maxSegments: 8, flushMs: 1000, maxPendingRecords: 100_000 } as const;
@@ -59,6 +62,7 @@ export class Recorder implements RunListener {
   readonly runDir: string;
   readonly #opts: Required<RecorderLimits>;
   readonly #clock: Clock;
+  readonly #blockSize: number;
   readonly #header: Omit<HeaderLine, 'segment'>;
   #pending: RecordLine[] = [];
   #file: FileHandle | null = null;
@@ -77,6 +81,7 @@ export class Recorder implements RunListener {
     this.#opts = { ...DEFAULT_RECORDER_LIMITS, ...definedOnly(opts) };
     checkLimits(this.#opts);
     this.#clock = opts.clock;
+    this.#blockSize = opts.blockSize ?? 16;
     this.runName = runName;
     this.runDir = runDir;
     this.#header = { t: 'header', format: RECORDING_FORMAT, v: RECORDING_VERSION, run: runName, startedAt: new Date().toISOString(), clockAtStartMs: opts.clock.nowMs(), version: opts.version, meta: opts.meta };
@@ -115,6 +120,9 @@ export class Recorder implements RunListener {
   }
 
   readonly step = (r: StepRecord): void => this.#push(stepLine(r));
+  readonly submitted = (req: Request): void => {
+    if (!this.#closed) this.#push(submitLine(req, this.#clock.nowMs(), this.#blockSize));
+  };
   readonly decided = (d: DecisionEvent): void => this.#push(decisionLine(d));
   readonly finished = (t: RequestTimeline, reason: FinishReason): void => this.#push(doneLine(t, reason));
   readonly refused = (t: RequestTimeline, reason: RefusalReason, atMs: number): void => this.#push(refusedLine(t, reason, atMs));
