@@ -48,7 +48,7 @@ export interface ReplayReport {
   readonly numRecordedSteps: number;
   readonly numReplayedSteps: number;
   readonly numRequests: number;
-  /** Steps whose plan or outputs differ (an 'extra' tail counts once). */
+  /** Steps whose plan or outputs differ (a step with both counts once; an 'extra' tail counts once). */
   readonly numDiffs: number;
   /** The first MAX_DIFFS diffs, in step order. */
   readonly diffs: readonly StepDiff[];
@@ -97,8 +97,10 @@ export async function replay(rec: Recording, opts: ReplayOptions = {}): Promise<
 
   const diffs: StepDiff[] = [];
   let numDiffs = 0;
+  let lastDiffIndex = -1;
   const diff = (d: StepDiff): void => {
-    numDiffs++;
+    if (d.index !== lastDiffIndex) numDiffs++;
+    lastDiffIndex = d.index;
     if (diffs.length < MAX_DIFFS) diffs.push(d);
   };
 
@@ -199,7 +201,7 @@ export function promptFor(s: SubmitLine, blockSize: number): number[] {
 
 const isEmpty = (plan: SchedulerPlan): boolean => plan.runner.items.length === 0 && plan.runner.kvOps.length === 0;
 const toOut = (o: RequestOutput): Out => [o.requestId, o.newTokenIds.length, o.finishReason];
-const show = (xs: readonly (readonly unknown[])[]): string => (xs.length === 0 ? '(none)' : xs.map((x) => x.join(' ')).join(', '));
+const show = (xs: readonly (readonly unknown[])[]): string => (xs.length === 0 ? '(none)' : xs.map((x) => x.map((v) => (v === null ? '-' : String(v))).join(' ')).join(', '));
 
 function sameRows(a: readonly Row[], b: StepLine['r']): boolean {
   return a.length === b.length && a.every((r, k) => r.every((v, j) => v === b[k]![j]));
