@@ -201,7 +201,7 @@ export function promptFor(s: SubmitLine, blockSize: number): number[] {
 
 const isEmpty = (plan: SchedulerPlan): boolean => plan.runner.items.length === 0 && plan.runner.kvOps.length === 0;
 const toOut = (o: RequestOutput): Out => [o.requestId, o.newTokenIds.length, o.finishReason];
-const show = (xs: readonly (readonly unknown[])[]): string => (xs.length === 0 ? '(none)' : xs.map((x) => x.map((v) => (v === null ? '-' : String(v))).join(' ')).join(', '));
+const show = (xs: readonly (readonly (string | number | null)[])[]): string => (xs.length === 0 ? '(none)' : xs.map((x) => x.map((v) => (v === null ? '-' : String(v))).join(' ')).join(', '));
 
 function sameRows(a: readonly Row[], b: StepLine['r']): boolean {
   return a.length === b.length && a.every((r, k) => r.every((v, j) => v === b[k]![j]));
