@@ -87,10 +87,37 @@ export function capPoints<T>(xs: readonly T[], max = MAX_POINTS): T[] {
 const str = (v: unknown): string => (typeof v === 'string' ? v : '?');
 const round = (x: number, d = 3): number => Math.round(x * 10 ** d) / 10 ** d;
 
-/** A recorded run as the page draws it. */
-export function runData(rec: Recording): DashboardData {
-  const h = rec.header;
-  const done = rec.done;
+/** One admitted request on a run's timeline (engine clock or the harness's, ms). */
+export interface TimelineRequest {
+  readonly id: string;
+  readonly arrivalMs: number;
+  /** When it stopped waiting: its first step (recorder) or first token (benchmark); null: never. */
+  readonly startMs: number | null;
+  readonly finishMs: number | null;
+  readonly ttftMs: number | null;
+  readonly e2eMs: number | null;
+  readonly outcome: string;
+}
+
+/** A run from any source, before bucketing. */
+export interface TimelineInput {
+  readonly title: string;
+  readonly facts: Readonly<Record<string, string>>;
+  readonly sloMs: number | null;
+  readonly admitted: readonly TimelineRequest[];
+  /** When each refusal happened. */
+  readonly refusedAtMs: readonly number[];
+  /** Engine steps: start time and rows (none for a benchmark result: batch is then unknown). */
+  readonly steps: readonly { readonly startMs: number; readonly endMs: number; readonly numRows: number }[];
+  readonly decisions: readonly { readonly atMs: number; readonly boundMs: number | null; readonly budgetMs: number; readonly admit: boolean }[];
+  /** The run's last moment if known beyond its events (the recorder's end record). */
+  readonly endMs?: number;
+  /** Time zero when there are no events. */
+  readonly originMs: number;
+}
+
+/** A run as the page draws it: per-bucket series, O(requests + steps + buckets). */
+export function timelineData(run: TimelineInput): DashboardData {
   // Loops, not Math.min(...xs): a long run has more values than a call may take arguments.
   let t0 = Infinity;
   let tEnd = -Infinity;
@@ -98,11 +125,11 @@ export function runData(rec: Recording): DashboardData {
     if (from < t0) t0 = from;
     if (to > tEnd) tEnd = to;
   };
-  for (const d of done) see(d.arr, d.fin ?? d.arr);
-  for (const r of rec.refused) see(r.at, r.at);
-  for (const s of rec.steps) see(s.s, s.e);
-  if (t0 === Infinity) t0 = tEnd = h.clockAtStartMs;
-  if (rec.end !== null && rec.end.at > tEnd) tEnd = rec.end.at;
+  for (const d of run.admitted) see(d.arrivalMs, d.finishMs ?? d.arrivalMs);
+  for (const at of run.refusedAtMs) see(at, at);
+  for (const s of run.steps) see(s.startMs, s.endMs);
+  if (t0 === Infinity) t0 = tEnd = run.originMs;
+  if (run.endMs !== undefined && run.endMs > tEnd) tEnd = run.endMs;
   const bucketMs = bucketWidthMs(tEnd - t0);
   const numBuckets = Math.max(1, Math.ceil((tEnd - t0) / bucketMs) + 1);
   const zeros = (): number[] => new Array<number>(numBuckets).fill(0);
@@ -115,8 +142,8 @@ export function runData(rec: Recording): DashboardData {
   const running = zeros();
   const rows = zeros();
   const steps = zeros();
-  // Interval counts by difference arrays, O(requests + buckets): a request is counted at the end
-  // of each bucket it spends between arrival and finish (waiting before its first step, then running).
+  // Interval counts by difference arrays: a request is counted at the end of each bucket it
+  // spends between arrival and finish (waiting before it starts, then running).
   const add = (diff: number[], fromMs: number, toMs: number): void => {
     const k0 = Math.max(0, Math.ceil((fromMs - t0) / bucketMs - 1));
     const k1 = Math.min(numBuckets, Math.ceil((toMs - t0) / bucketMs - 1));
@@ -124,46 +151,34 @@ export function runData(rec: Recording): DashboardData {
     diff[k0]!++;
     if (k1 < numBuckets) diff[k1]!--;
   };
-  for (const d of done) {
-    admitted[bucket(d.arr)]!++;
-    if (d.fin !== null) finished[bucket(d.fin)]!++;
-    const end = d.fin ?? tEnd + bucketMs;
-    const sch = Math.min(d.sch ?? end, end);
-    add(outstanding, d.arr, end);
-    add(waiting, d.arr, sch);
-    add(running, sch, end);
+  for (const d of run.admitted) {
+    admitted[bucket(d.arrivalMs)]!++;
+    if (d.finishMs !== null) finished[bucket(d.finishMs)]!++;
+    const end = d.finishMs ?? tEnd + bucketMs;
+    const start = Math.min(d.startMs ?? end, end);
+    add(outstanding, d.arrivalMs, end);
+    add(waiting, d.arrivalMs, start);
+    add(running, start, end);
   }
   for (const diff of [outstanding, waiting, running]) for (let k = 1; k < numBuckets; k++) diff[k]! += diff[k - 1]!;
-  for (const r of rec.refused) refused[bucket(r.at)]!++;
-  for (const s of rec.steps) {
-    const k = bucket(s.s);
-    rows[k]! += s.r.length;
+  for (const at of run.refusedAtMs) refused[bucket(at)]!++;
+  for (const s of run.steps) {
+    const k = bucket(s.startMs);
+    rows[k]! += s.numRows;
     steps[k]!++;
   }
-  const meta = h.meta;
-  const scheduler = meta['scheduler'] as { scheduler?: string } | undefined;
-  const sloMs = typeof meta['sloMs'] === 'number' ? meta['sloMs'] : null;
-  const requests = done.map((d): RequestPoint => ({
+  const requests = run.admitted.map((d): RequestPoint => ({
     id: d.id,
-    tS: round((d.arr - t0) / 1000),
-    ttftMs: d.ft === null ? null : round(d.ft - d.arr, 1),
-    e2eMs: d.fin === null ? null : round(d.fin - d.arr, 1),
-    outcome: d.o,
+    tS: round((d.arrivalMs - t0) / 1000),
+    ttftMs: d.ttftMs === null ? null : round(d.ttftMs, 1),
+    e2eMs: d.e2eMs === null ? null : round(d.e2eMs, 1),
+    outcome: d.outcome,
   }));
   return {
     mode: 'run',
-    title: h.run,
-    sloMs,
-    facts: {
-      started: h.startedAt,
-      model: str(meta['model']),
-      runner: str(meta['runner']),
-      scheduler: str(scheduler?.scheduler),
-      admission: str(meta['admission']),
-      version: h.version,
-      segments: String(rec.segments.length),
-      steps: String(rec.steps.length),
-    },
+    title: run.title,
+    sloMs: run.sloMs,
+    facts: run.facts,
     series: {
       bucketS: bucketMs / 1000,
       tS: admitted.map((_, k) => round((k * bucketMs) / 1000)),
@@ -177,8 +192,35 @@ export function runData(rec: Recording): DashboardData {
       kv: rows.map(() => null),
     },
     requests: capPoints(requests),
-    numRequests: done.length + rec.refused.length,
-    numRefused: rec.refused.length,
-    decisions: capPoints(rec.decisions.map((d) => ({ tS: round((d.at - t0) / 1000), boundMs: d.bound, budgetMs: d.budget, admit: d.admit === 1 }))),
+    numRequests: run.admitted.length + run.refusedAtMs.length,
+    numRefused: run.refusedAtMs.length,
+    decisions: capPoints(run.decisions.map((d) => ({ tS: round((d.atMs - t0) / 1000), boundMs: d.boundMs, budgetMs: d.budgetMs, admit: d.admit }))),
   };
+}
+
+/** A flight recording as the page draws it. */
+export function runData(rec: Recording): DashboardData {
+  const h = rec.header;
+  const meta = h.meta;
+  const scheduler = meta['scheduler'] as { scheduler?: string } | undefined;
+  return timelineData({
+    title: h.run,
+    sloMs: typeof meta['sloMs'] === 'number' ? meta['sloMs'] : null,
+    facts: {
+      started: h.startedAt,
+      model: str(meta['model']),
+      runner: str(meta['runner']),
+      scheduler: str(scheduler?.scheduler),
+      admission: str(meta['admission']),
+      version: h.version,
+      segments: String(rec.segments.length),
+      steps: String(rec.steps.length),
+    },
+    admitted: rec.done.map((d) => ({ id: d.id, arrivalMs: d.arr, startMs: d.sch, finishMs: d.fin, ttftMs: d.ft === null ? null : d.ft - d.arr, e2eMs: d.fin === null ? null : d.fin - d.arr, outcome: d.o })),
+    refusedAtMs: rec.refused.map((r) => r.at),
+    steps: rec.steps.map((s) => ({ startMs: s.s, endMs: s.e, numRows: s.r.length })),
+    decisions: rec.decisions.map((d) => ({ atMs: d.at, boundMs: d.bound, budgetMs: d.budget, admit: d.admit === 1 })),
+    ...(rec.end === null ? {} : { endMs: rec.end.at }),
+    originMs: h.clockAtStartMs,
+  });
 }
