@@ -1,5 +1,6 @@
 // What the /dashboard page draws, as one JSON shape for both of its modes: the live engine
-// (live-view.ts) and a recorded run (from a flight recording, run-data below). Per-second series
+// (live-view.ts) and a run — a flight recording (runData below) or a benchmark result
+// (dashboard-results.ts), both through timelineData. Per-second series
 // for the counters and gauges, one point per request for the latency scatter, one per decision for
 // the admission bound against the budget. Times are seconds from the start of the window or run.
 //
@@ -207,6 +208,7 @@ export function runData(rec: Recording): DashboardData {
     title: h.run,
     sloMs: typeof meta['sloMs'] === 'number' ? meta['sloMs'] : null,
     facts: {
+      source: 'flight recording',
       started: h.startedAt,
       model: str(meta['model']),
       runner: str(meta['runner']),

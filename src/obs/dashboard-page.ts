@@ -173,7 +173,7 @@ const SCRIPT = `
     budgetLine(svg, s, xMax, d.sloMs, s.yMax);
   }
   function draw(d) {
-    document.getElementById('title').textContent = d.mode === 'run' ? 'Headroom — recorded run ' + d.title : 'Headroom — live engine';
+    document.getElementById('title').textContent = d.mode === 'run' ? 'Headroom — ' + (d.facts.source || 'run') + ' ' + d.title : 'Headroom — live engine';
     var facts = document.getElementById('facts');
     facts.innerHTML = '';
     Object.keys(d.facts).forEach(function (k) {
@@ -194,10 +194,10 @@ const SCRIPT = `
     var x = d.series;
     lines('rates', 'Admitted, completed and refused per second', d, [['admitted', 'admitted', x.admitted], ['finished', 'completed', x.finished], ['refused', 'refused', x.refused]]);
     lines('queue', 'Outstanding, waiting and running requests', d, [['outstanding', 'outstanding', x.outstanding], ['waiting', 'waiting', x.waiting], ['running', 'running', x.running]]);
-    lines('batch', 'Batch size (mean rows per step)', d, [['batch', 'rows per step', x.batch]]);
+    if (x.batch.some(function (v) { return v !== null; }) || d.mode === 'live') lines('batch', 'Batch size (mean rows per step)', d, [['batch', 'rows per step', x.batch]]);
     if (x.kv.some(function (v) { return v !== null; })) lines('kv', 'KV blocks in use (share)', d, [['kv', 'KV use', x.kv]]);
     var n = latency(d);
-    bounds(d);
+    if (d.decisions.length > 0 || d.mode === 'live') bounds(d);
     body.setAttribute('data-requests', String(d.numRequests));
     body.setAttribute('data-points', String(n));
     body.setAttribute('data-status', 'drawn');
@@ -248,6 +248,7 @@ export const DASHBOARD_HTML = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Headroom dashboard</title>
+<link rel="icon" href="data:,">
 <style>${STYLE}</style>
 </head>
 <body data-status="loading">

@@ -40,7 +40,7 @@ test('the dashboard draws a recorded run in headless Chromium, and a screenshot 
   assert.equal(bodyAttribute(dom, 'data-points'), String(numServed));
   assert.equal(countClass(dom, 'req'), numServed, 'one E2E point per served request');
   for (const d of rec.done) assert.ok(dom.includes(`data-id="${d.id}"`), `no point for ${d.id}`);
-  assert.match(dom, new RegExp(`recorded run ${run.runName}`));
+  assert.match(dom, new RegExp(`flight recording ${run.runName}`));
   assert.equal(countClass(dom, 'decision') > 0 || rec.decisions.every((d) => d.bound === null), true);
 
   const png = join(dir, 'dashboard.png');
