@@ -231,7 +231,11 @@ export class Headroom {
       admission: this.admission.name,
       config: opts.statsExtra?.()['config'] ?? null,
     };
-    this.#recorder = await Recorder.start({ ...record, clock: this.#clock, version: version().version, meta, blockSize: opts.scheduler.blockSize ?? 16 });
+    try {
+      this.#recorder = await Recorder.start({ ...record, clock: this.#clock, version: version().version, meta, blockSize: opts.scheduler.blockSize ?? 16 });
+    } catch (err) {
+      throw new Error(`--record: cannot start a recording in ${record.dir}: ${(err as Error).message}`, { cause: err });
+    }
     this.obs.addListener(this.#recorder);
     this.app.log.info(`recording to ${this.#recorder.runDir}`);
   }
