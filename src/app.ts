@@ -35,6 +35,10 @@ import { createScheduler } from './engine/scheduler/factory.ts';
 import type { FlowControl } from './flow/flow-control.ts';
 import type { ObservabilityOptions } from './obs/observability.ts';
 import { Observability } from './obs/observability.ts';
+import { LiveView } from './obs/live-view.ts';
+import type { RecorderOptions } from './obs/recorder/recorder.ts';
+import { Recorder } from './obs/recorder/recorder.ts';
+import { version } from './api/tokenize.ts';
 import { bug } from './util/bug.ts';
 
 export interface HeadroomOptions {
@@ -62,6 +66,10 @@ export interface HeadroomOptions {
   readonly flow?: FlowControl;
   /** Where log lines go (default stdout; level and format come from `server`). */
   readonly logDestination?: LogDestination;
+  /** The flight recorder (`--record DIR`): its folder and bounds; absent = off. */
+  readonly record?: Omit<RecorderOptions, 'clock' | 'version' | 'meta'>;
+  /** More folders of recorded runs and results the dashboard can open (`--dashboard-runs`). */
+  readonly dashboardRuns?: readonly string[];
 }
 
 export type { DrainOutcome } from './api/drain.ts';
@@ -80,6 +88,8 @@ export class Headroom {
   #obs: Observability | null = null;
   #address = '';
   #stopKeepWarm: (() => void) | null = null;
+  #recorder: Recorder | null = null;
+  #live: LiveView | null = null;
 
   constructor(opts: HeadroomOptions) {
     this.#opts = opts;
@@ -105,7 +115,11 @@ export class Headroom {
       ...(opts.keys == null ? {} : { keys: opts.keys }),
       ...(opts.flow === undefined ? {} : { flow: opts.flow }),
       ...(opts.logDestination === undefined ? {} : { logDestination: opts.logDestination }),
-      statsExtra: () => ({ admission: admission.state(), ...(opts.flow === undefined ? {} : { flow: opts.flow.state() }), ...statsExtra?.() }),
+      statsExtra: () => ({ admission: admission.state(), ...(opts.flow === undefined ? {} : { flow: opts.flow.state() }), ...(this.#recorder === null ? {} : { recorder: this.recorderStats() }), ...statsExtra?.() }),
+      dashboard: {
+        live: () => this.#live,
+        runDirs: [...(opts.record === undefined ? [] : [opts.record.dir]), ...(opts.dashboardRuns ?? [])],
+      },
     });
   }
 
@@ -119,6 +133,16 @@ export class Headroom {
   get obs(): Observability {
     if (this.#obs === null) bug('observability is asked for before the model is loaded');
     return this.#obs;
+  }
+
+  /** The flight recorder, once the model is loaded (null without --record). */
+  get recorder(): Recorder | null {
+    return this.#recorder;
+  }
+
+  recorderStats(): Record<string, unknown> | null {
+    const r = this.#recorder;
+    return r === null ? null : { run: r.runName, numWritten: r.numWritten, numDropped: r.numDropped };
   }
 
   get loaded(): boolean {
@@ -152,6 +176,7 @@ export class Headroom {
     const a = this.#opts.admission;
     const keepWarmMs = a === undefined || 'decide' in a ? 0 : (a.keepWarmMs ?? 0);
     if (twin !== null && keepWarmMs > 0) this.#stopKeepWarm = keepWarm(twin, () => engine.snapshot(), { sloMs: this.#opts.server.sloMs, now: () => engine.now(), everyMs: keepWarmMs });
+    if (this.#opts.record !== undefined && this.#recorder === null) await this.#startRecorder(this.#opts.record);
     this.lifecycle.warm = true;
     const info = this.engine.runner.info;
     const names = this.#opts.server.servedModelNames;
@@ -176,6 +201,7 @@ export class Headroom {
 
   async close(): Promise<void> {
     this.#stopKeepWarm?.();
+    this.#live?.stop();
     const closing = this.app.close();
     // Whatever is still connected now (idle keep-alive, a slow client mid-request) has nothing more coming.
     this.app.server.closeAllConnections();
@@ -186,6 +212,32 @@ export class Headroom {
       await this.#engine.runner.close();
     }
     await this.trace?.close();
+    await this.#recorder?.close();
+  }
+
+  async #startRecorder(record: NonNullable<HeadroomOptions['record']>): Promise<void> {
+    const opts = this.#opts;
+    const info = this.engine.runner.info;
+    const meta = {
+      model: info.modelId,
+      runner: info.name,
+      maxSequences: info.maxSequences,
+      contextTokens: info.contextTokens,
+      maxBatchTokens: info.maxBatchTokens,
+      maxOutputTokens: opts.server.maxOutputTokens,
+      scheduler: opts.scheduler,
+      maxQueuedRequests: opts.maxQueuedRequests,
+      sloMs: opts.server.sloMs,
+      admission: this.admission.name,
+      config: opts.statsExtra?.()['config'] ?? null,
+    };
+    try {
+      this.#recorder = await Recorder.start({ ...record, clock: this.#clock, version: version().version, meta, blockSize: opts.scheduler.blockSize ?? 16 });
+    } catch (err) {
+      throw new Error(`--record: cannot start a recording in ${record.dir}: ${(err as Error).message}`, { cause: err });
+    }
+    this.obs.addListener(this.#recorder);
+    this.app.log.info(`recording to ${this.#recorder.runDir}`);
   }
 
   #install(runner: Runner): void {
@@ -213,6 +265,8 @@ export class Headroom {
       ...(opts.flow === undefined ? {} : { flow: opts.flow }),
       ...opts.obs,
     });
+    this.#live = new LiveView(this.#engine, { sloMs: opts.server.sloMs });
+    this.#obs.addListener(this.#live);
   }
 
   /**

@@ -152,6 +152,7 @@ export class CompletionsHandler {
         const decision = this.#d.admission.decide(ctx, call.snapshot, call.features);
         call.decision = decision;
         this.#d.obs?.admissionDecided(performance.now() - decideStart);
+        this.#d.obs?.decided({ requestId: id, atMs: backend.clock.nowMs(), admit: decision.admit, boundMs: decision.boundMs, budgetMs: ctx.sloMs, reason: decision.reason });
         if (!decision.admit) this.#refuse(call, decision.refusal);
       }
       // A drain deadline cuts the request: its client gets an error, the backend lets it go.

@@ -9,10 +9,11 @@
 //   GET  /ready     readiness: 503 until the model is loaded and warm, from the moment a drain starts, and after a failure
 //   GET  /stats     a JSON snapshot of engine state and configuration
 //   GET  /metrics   Prometheus exposition (Headroom and vLLM-compatible names), when metrics are on
+//   GET  /dashboard, /dashboard/data, /dashboard/runs   the live and recorded-run dashboard (obs/dashboard-routes.ts)
 //
 // Around every route (hooks): a request id (request-id.ts) returned as `x-request-id` on every
 // response; one log line when the response is over (request-log.ts); with API keys, a 401 before
-// the body is read unless the path is open (/health, /ready, /metrics) or it is a CORS preflight
+// the body is read unless the path is open (/health, /ready, /metrics, /dashboard*) or it is a CORS preflight
 // (auth.ts); CORS headers when origins are configured (cors.ts).
 //
 // Invariants:
@@ -50,6 +51,8 @@ import { ApiError } from './errors.ts';
 import { handleClientError } from './http-errors.ts';
 import { checkRawMessageCount, sizeFacts } from './limits.ts';
 import type { Observability } from '../obs/observability.ts';
+import type { DashboardDeps } from '../obs/dashboard-routes.ts';
+import { DASHBOARD_PATHS, dashboardData, dashboardPage, dashboardRuns } from '../obs/dashboard-routes.ts';
 import type { KeyRing } from './auth.ts';
 import { registerCors } from './cors.ts';
 import type { LogDestination } from './logger.ts';
@@ -88,13 +91,15 @@ export interface ServerDeps {
   readonly keys?: KeyRing | null;
   /** Where log lines go (default stdout). */
   readonly logDestination?: LogDestination;
+  /** Serve /dashboard (engine mode); absent = not served. */
+  readonly dashboard?: DashboardDeps;
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 /** Paths answered even on an overflow connection (connections.ts). */
 const PROBES = new Set(['/health', '/ready']);
 /** Paths polled by machines (orchestrator probes, the Prometheus scrape): logged at debug. */
-const PROBE_LOG_PATHS = new Set([...PROBES, '/metrics']);
+const PROBE_LOG_PATHS = new Set([...PROBES, '/metrics', '/dashboard/data']);
 /** node's check of header and request timeouts runs on an interval; a quarter of the shortest bound keeps it timely. */
 const MAX_CHECK_INTERVAL_MS = 1000;
 
@@ -155,8 +160,8 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   });
 
   // API keys, before the body is read: an unknown caller costs no parsing. Probes need none, nor
-  // the scrape unless --protect-metrics (else keep /metrics on a private network).
-  const openPaths = new Set(config.protectMetrics ? PROBES : [...PROBES, '/metrics']);
+  // the scrape and the dashboard unless --protect-metrics (else keep them on a private network).
+  const openPaths = new Set(config.protectMetrics ? PROBES : [...PROBES, '/metrics', ...DASHBOARD_PATHS]);
   const keys = deps.keys ?? null;
   if (keys !== null) {
     app.addHook('preParsing', (req, reply, payload, done) => {
@@ -308,6 +313,12 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
       if (metrics === null) throw new ApiError('loading', 'Metrics start once the server is ready.', { retryAfterS: config.retryAfterS });
       return reply.header('content-type', metrics.contentType).send(await metrics.text());
     });
+  }
+  const dashboard = deps.dashboard;
+  if (dashboard !== undefined) {
+    route('GET', '/dashboard', (_req, reply) => reply.header('content-type', 'text/html; charset=utf-8').header('cache-control', 'no-store').send(dashboardPage()));
+    route('GET', '/dashboard/data', (req) => dashboardData(dashboard, (req.query as Record<string, unknown>)['run'], config.retryAfterS));
+    route('GET', '/dashboard/runs', () => dashboardRuns(dashboard));
   }
   return app;
 }

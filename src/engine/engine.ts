@@ -78,6 +78,8 @@ export type SlowStepListener = (slow: boolean, slowdown: number) => void;
 
 /** Called after every step that ran the runner. */
 export type StepObserver = (record: StepRecord) => void;
+/** Called for every request the engine accepts, at submit (the flight recorder reads its plain facts). */
+export type SubmitObserver = (req: Request) => void;
 export type FatalListener = (error: Error, recentSteps: readonly StepRecord[]) => void;
 
 interface Held {
@@ -108,6 +110,7 @@ export class Engine {
   #numRunnerErrors = 0;
   #refusals = { capacity: 0, draining: 0, engine_failed: 0 };
   #observers: StepObserver[] = [];
+  #submitObservers: SubmitObserver[] = [];
   #slowListeners: SlowStepListener[] = [];
   #slow = false;
   #fatalListeners: FatalListener[] = [];
@@ -150,6 +153,10 @@ export class Engine {
     this.#observers.push(fn);
   }
 
+  onSubmit(fn: SubmitObserver): void {
+    this.#submitObservers.push(fn);
+  }
+
   /**
    * Told when steps run SLOW_STEP_ENTER times slower than steps of the same kind did when first
    * seen (llama.cpp's spinning threads losing their cores to other work: on a loaded 2-core host
@@ -189,6 +196,7 @@ export class Engine {
     this.#held.set(req.id, { req, sink });
     this.#arrivals.push(req.id);
     this.scheduler.add(req);
+    for (const fn of this.#submitObservers) fn(req);
     this.#snapshot = null;
     this.#signal();
     return { ok: true };
@@ -291,6 +299,12 @@ export class Engine {
 
   async #step(): Promise<void> {
     const t0 = this.now();
+    // What this plan is the first to see: arrivals and aborts from before schedule(). Those that
+    // come while the runner computes go to the next record, so a replay feeds each record's
+    // arrivals and aborts in just before its schedule() (an empty plan records nothing: its
+    // arrivals wait for the next step that runs).
+    const numArrivals = this.#arrivals.length;
+    const numAborts = this.#aborts.length;
     const plan = this.scheduler.schedule(t0);
     this.#dispatch(plan.outputs);
     if (plan.runner.items.length === 0 && plan.runner.kvOps.length === 0) {
@@ -305,7 +319,7 @@ export class Engine {
     });
     const outputs = this.scheduler.update(plan, result, this.now());
     this.#dispatch(outputs);
-    const record = this.#record(plan, result, t0, outputs);
+    const record = this.#record(plan, result, t0, outputs, numArrivals, numAborts);
     this.#log.push(record);
     this.#numSteps++;
     this.#snapshot = null;
@@ -313,7 +327,7 @@ export class Engine {
     if (this.#numSteps % 32 === 0) this.#checkSlow();
   }
 
-  #record(plan: SchedulerPlan, result: StepResult, startMs: number, outputs: readonly RequestOutput[]): StepRecord {
+  #record(plan: SchedulerPlan, result: StepResult, startMs: number, outputs: readonly RequestOutput[], numArrivals: number, numAborts: number): StepRecord {
     const endMs = this.now();
     let numPromptTokens = 0;
     let numDecodeTokens = 0;
@@ -335,8 +349,8 @@ export class Engine {
       startMs,
       endMs,
       computeMs,
-      arrivals: this.#arrivals,
-      aborts: this.#aborts,
+      arrivals: this.#arrivals.slice(0, numArrivals),
+      aborts: this.#aborts.slice(0, numAborts),
       plan: plan.runner,
       result,
       outputs: [...plan.outputs, ...outputs],
@@ -344,8 +358,8 @@ export class Engine {
       numPromptTokens,
       numDecodeTokens,
     };
-    this.#arrivals = [];
-    this.#aborts = [];
+    this.#arrivals = this.#arrivals.slice(numArrivals);
+    this.#aborts = this.#aborts.slice(numAborts);
     return record;
   }
 

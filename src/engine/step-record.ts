@@ -18,9 +18,9 @@ export interface StepRecord {
   readonly endMs: number;
   /** The forward pass alone, ms (null when the step failed). */
   readonly computeMs: number | null;
-  /** Request ids submitted since the previous step. */
+  /** Request ids this step's plan was the first to see (submitted after the previous record's schedule(), before this one's). */
   readonly arrivals: readonly string[];
-  /** Requests the front end ended since the previous step, and how. */
+  /** Requests the front end ended since the previous record's schedule() and before this one's, and how. */
   readonly aborts: readonly { readonly requestId: string; readonly reason: EndRequest }[];
   readonly plan: RunnerPlan;
   readonly result: StepResult;

@@ -59,7 +59,7 @@ test('no key or a wrong one: 401 invalid_api_key with WWW-Authenticate; probes a
       assert.deepEqual([e.error.type, e.error.code, e.error.param], ['invalid_request_error', 'invalid_api_key', null]);
       assert.ok(!e.error.message.includes('sk-'), 'the key is never echoed');
     }
-    for (const path of ['/health', '/ready', '/metrics']) assert.equal((await request(`${s.url}${path}`)).statusCode, 200, path);
+    for (const path of ['/health', '/ready', '/metrics', '/dashboard', '/dashboard/data', '/dashboard/runs']) assert.equal((await request(`${s.url}${path}`)).statusCode, 200, path);
     for (const path of ['/stats', '/v1/models', '/v1/nowhere']) assert.equal((await request(`${s.url}${path}`)).statusCode, 401, path);
     const metrics = await (await request(`${s.url}/metrics`)).body.text();
     assert.match(metrics, /^headroom_auth_failures_total 7$/m);
@@ -73,6 +73,9 @@ test('--protect-metrics: the scrape needs a key too; probes stay open', async ()
   try {
     assert.equal((await request(`${s.url}/metrics`)).statusCode, 401);
     assert.equal((await request(`${s.url}/metrics`, { headers: { authorization: 'Bearer sk-alpha-000000001' } })).statusCode, 200);
+    // The dashboard is guarded like the scrape.
+    for (const path of ['/dashboard', '/dashboard/data', '/dashboard/runs']) assert.equal((await request(`${s.url}${path}`)).statusCode, 401, path);
+    assert.equal((await request(`${s.url}/dashboard/data`, { headers: { authorization: 'Bearer sk-alpha-000000001' } })).statusCode, 200);
     assert.equal((await request(`${s.url}/health`)).statusCode, 200);
     assert.equal((await request(`${s.url}/ready`)).statusCode, 200);
   } finally {

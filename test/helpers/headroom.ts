@@ -26,6 +26,8 @@ export interface TestServerOptions {
   readonly onEngineFailure?: FatalListener;
   readonly traceOut?: string;
   readonly admission?: HeadroomOptions['admission'];
+  readonly record?: HeadroomOptions['record'];
+  readonly dashboardRuns?: readonly string[];
 }
 
 export async function startTestServer(opts: TestServerOptions = {}): Promise<TestServer> {
@@ -38,6 +40,8 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     ...(opts.onEngineFailure === undefined ? {} : { onEngineFailure: opts.onEngineFailure }),
     ...(opts.traceOut === undefined ? {} : { traceOut: opts.traceOut }),
     ...(opts.admission === undefined ? {} : { admission: opts.admission }),
+    ...(opts.record === undefined ? {} : { record: opts.record }),
+    ...(opts.dashboardRuns === undefined ? {} : { dashboardRuns: opts.dashboardRuns }),
   });
   const url = await headroom.start();
   return { url, headroom, runner, close: () => headroom.close() };

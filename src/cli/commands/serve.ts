@@ -6,6 +6,7 @@
 // the drain deadline cuts requests); a second signal during the drain exits at once (3).
 
 import { existsSync } from 'node:fs';
+import { access, constants, mkdir, stat } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import type { Headroom } from '../../app.ts';
@@ -15,6 +16,7 @@ import { EXIT_CODES, StartupError, startupErrorLine } from '../startup-errors.ts
 import type { AdmissionConfig } from '../../admission/factory.ts';
 import { fileSha256, machineIdentity } from '../../admission/provenance.ts';
 import { DEFAULT_MODEL_PATH } from '../../model/default-model.ts';
+import { DEFAULT_RECORDER_LIMITS, MIN_SEGMENT_BYTES } from '../../obs/recorder/recorder.ts';
 import type { EffectiveConfig } from '../config.ts';
 import { effectiveConfig, originNote } from '../config.ts';
 import { debugEnabled } from '../user-error.ts';
@@ -48,6 +50,10 @@ interface ServeFlags extends ServerFlags, FlowFlags, AdmissionFlags {
   maxPreemptions: string;
   exitOnEngineFailure: boolean;
   servedModelName?: string[];
+  record?: string;
+  recordMaxBytes: string;
+  recordMaxFiles: string;
+  dashboardRuns?: string[];
 }
 
 const stepTarget = (v: string): number | 'auto' | 'off' => {
@@ -97,6 +103,10 @@ export function registerServeCommand(program: Command): void {
     .option('--static-wait-ms <ms>', 'static scheduler: longest wait to fill a batch', '50')
     .option('--max-queued <n>', 'most requests held in memory', '1024')
     .option('--mock-speed <x>', 'mock runner cost multiplier', '1')
+    .option('--record <dir>', 'flight recorder: write step records, admission decisions, finishes and refusals to a new run folder in this directory (JSON lines; /dashboard?run=NAME replays it)')
+    .option('--record-max-bytes <bytes>', 'flight recorder: largest segment file; a full one rotates to the next', String(DEFAULT_RECORDER_LIMITS.maxSegmentBytes))
+    .option('--record-max-files <n>', 'flight recorder: most segment files kept per run; the oldest is deleted', String(DEFAULT_RECORDER_LIMITS.maxSegments))
+    .option('--dashboard-runs <dirs...>', 'more directories of recorded runs the dashboard can open (besides --record)')
     .option('--served-model-name <names...>', "names the model answers to (requests must use one; /v1/models lists them); default: the model file's stem");
   addFlowOptions(addAdmissionOptions(cmd, 'conformal'))
     .option('--no-exit-on-engine-failure', `stay up with /health at 503 when the engine fails, instead of exiting with status ${EXIT_CODES.engineFailure}`)
@@ -134,6 +144,8 @@ async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> 
     mockSpeed: Number(f.mockSpeed),
   };
   const admission = await admissionConfig(f);
+  const record = await recordOption(f);
+  const dashboardRuns = await dashboardRunsOption(f.dashboardRuns ?? []);
   // Imported here, after the flags are checked: `--help` and a bad flag never load the server and OpenTelemetry.
   const { Headroom } = await import('../../app.ts');
   return new Headroom({
@@ -168,6 +180,8 @@ async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> 
     admission,
     keys,
     ...flowOption(f),
+    ...(record === undefined ? {} : { record }),
+    dashboardRuns,
     statsExtra: () => ({ config }),
     onEngineFailure: (error) => {
       // Every held request has already failed and the last step records are in the log.
@@ -179,6 +193,35 @@ async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> 
       setTimeout(() => process.exit(EXIT_CODES.engineFailure), 100).unref();
     },
   });
+}
+
+/** --record: the directory is created if missing and must be writable, else startup fails naming the flag. */
+async function recordOption(f: ServeFlags): Promise<{ dir: string; maxSegmentBytes: number; maxSegments: number } | undefined> {
+  const maxSegmentBytes = int('record-max-bytes', f.recordMaxBytes);
+  if (maxSegmentBytes < MIN_SEGMENT_BYTES) throw new StartupError(`--record-max-bytes: expected at least ${MIN_SEGMENT_BYTES} bytes, got '${f.recordMaxBytes}'`);
+  const maxSegments = int('record-max-files', f.recordMaxFiles);
+  if (maxSegments < 1) throw new StartupError(`--record-max-files: expected at least 1, got '${f.recordMaxFiles}'`);
+  if (f.record === undefined) return undefined;
+  const dir = f.record;
+  if (dir.trim() === '') throw new StartupError("--record: expected a directory, got ''");
+  try {
+    await mkdir(dir, { recursive: true });
+    if (!(await stat(dir)).isDirectory()) throw new Error('not a directory');
+    await access(dir, constants.W_OK);
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    const why = e.code === 'EEXIST' || e.code === 'ENOTDIR' || e.message === 'not a directory' ? 'it is not a directory' : e.code === 'EACCES' || e.code === 'EPERM' ? 'no permission to write there' : (e.code ?? e.message);
+    throw new StartupError(`--record: cannot record to ${dir}: ${why}`, { cause: err });
+  }
+  return { dir, maxSegmentBytes, maxSegments };
+}
+
+async function dashboardRunsOption(dirs: readonly string[]): Promise<string[]> {
+  for (const dir of dirs) {
+    const ok = await stat(dir).then((s) => s.isDirectory(), () => false);
+    if (!ok) throw new StartupError(`--dashboard-runs: no such directory: ${dir}`);
+  }
+  return [...dirs];
 }
 
 async function admissionConfig(f: ServeFlags): Promise<AdmissionConfig> {

@@ -1,0 +1,58 @@
+// A benchmark result folder (`headroom bench run`: records.parquet + meta.json, src/harness/store.ts)
+// as a dashboard run: the client's view, one row per request, times from the run's start. Arrivals
+// are the intended ones (latency is measured from them); a shed request (503/429) is a refusal at
+// the moment its answer came; waiting means no token yet, running means streaming. There are no
+// engine steps or admission bounds in a result, so those charts stay empty.
+//
+// DuckDB (which reads the Parquet) loads only when a result is first opened.
+
+import { access } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { DashboardData, TimelineRequest } from './dashboard-data.ts';
+import { timelineData } from './dashboard-data.ts';
+
+const RECORDS_FILE = 'records.parquet';
+
+export async function isBenchResult(dir: string): Promise<boolean> {
+  return access(join(dir, RECORDS_FILE)).then(
+    () => true,
+    () => false,
+  );
+}
+
+export async function benchData(dir: string, name: string): Promise<DashboardData> {
+  const { readMeta, readRecords } = await import('../harness/store.ts');
+  const records = await readRecords(dir);
+  const meta = await readMeta(dir).catch((): Record<string, unknown> => ({}));
+  const config = (meta['config'] ?? {}) as Record<string, unknown>;
+  const admitted: TimelineRequest[] = [];
+  const refusedAtMs: number[] = [];
+  for (const r of records) {
+    if (r.outcome === 'shed') {
+      refusedAtMs.push(r.headers_ms ?? r.end_ms);
+      continue;
+    }
+    const firstToken = r.ttft_ms === null ? null : r.intended_ms + r.ttft_ms;
+    admitted.push({ id: String(r.request_id), arrivalMs: r.intended_ms, startMs: firstToken, finishMs: r.end_ms, ttftMs: r.ttft_ms, e2eMs: r.e2e_ms ?? (r.outcome === 'ok' ? null : r.end_ms - r.intended_ms), outcome: r.outcome === 'ok' ? 'stop' : r.outcome === 'timeout' ? 'abort' : 'error' });
+  }
+  const str = (v: unknown): string => (typeof v === 'string' || typeof v === 'number' ? String(v) : '?');
+  return timelineData({
+    title: name,
+    sloMs: serverSloMs(meta),
+    facts: { source: 'benchmark result', started: str(meta['started_at']), loop: str(config['loop']), rate: `${str(config['rate'])} req/s`, workload: str(config['workload']), model: str(config['model']) },
+    admitted,
+    refusedAtMs,
+    steps: [],
+    decisions: [],
+    originMs: 0,
+  });
+}
+
+/** The target server's --slo-ms as its /stats reported it before the run, or the SLO header the load sent. */
+function serverSloMs(meta: Record<string, unknown>): number | null {
+  const stats = meta['target_stats_before'] as { config?: { options?: Record<string, { value?: unknown }> } } | undefined;
+  const fromServer = Number(stats?.config?.options?.['slo-ms']?.value);
+  if (Number.isFinite(fromServer) && fromServer > 0) return fromServer;
+  const header = Number((meta['config'] as Record<string, unknown> | undefined)?.['sloHeaderMs']);
+  return Number.isFinite(header) && header > 0 ? header : null;
+}
