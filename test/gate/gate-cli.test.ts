@@ -27,10 +27,10 @@ async function deadPort(): Promise<number> {
   return port;
 }
 
-test('exit 1 against a broken scheduler (max batch 1: --parallel 1)', { timeout: 300_000 }, async (t) => {
+test('exit 1 against a broken scheduler (max batch 1: --parallel 1), confirmed by a second run', { timeout: 560_000 }, async (t) => {
   const out = tmp();
   try {
-    const r = await runCli(['gate', '--parallel', '1', '--duration-s', SHORT_S, '--out', out], {}, 280_000);
+    const r = await runCli(['gate', '--parallel', '1', '--duration-s', SHORT_S, '--out', out], {}, 540_000);
     t.diagnostic(r.stdout);
     assert.equal(r.code, 1, `expected exit 1 (regression); stdout: ${r.stdout}\nstderr: ${r.stderr}`);
     assert.match(r.stdout, /verdict: REGRESSION \(exit 1\)/);
@@ -38,6 +38,9 @@ test('exit 1 against a broken scheduler (max batch 1: --parallel 1)', { timeout:
     assert.equal(g.verdict.kind, 'regression');
     // Measured, not invalid: every rate was a valid run.
     assert.ok(g.verdict.rows.every((row) => row.kind !== 'invalid'), JSON.stringify(g.verdict.rows));
+    // The regression was measured twice: the confirmation regressed too.
+    assert.match(r.stderr, /measuring (it|them) once more to confirm/);
+    assert.match(r.stdout, /confirmation \(regressed too\)/);
   } finally {
     rmSync(out, { recursive: true, force: true });
   }
