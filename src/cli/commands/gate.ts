@@ -18,6 +18,7 @@ interface GateFlags {
   url?: string;
   out?: string;
   confirm: boolean;
+  maxSlipP99Ms?: number;
 }
 
 const positive = (v: string): number => {
@@ -42,6 +43,7 @@ export function registerGateCommand(program: Command): void {
     .option('--parallel <n>', "the server's sequence slots (default: the baseline's; a test breaks the scheduler with 1)", positiveInt)
     .option('--url <url>', 'drive this server instead of starting one per rate')
     .option('--out <dir>', 'result folder (default results/runs/gate-<time>)')
+    .option('--max-slip-p99-ms <ms>', "the generator is behind its schedule (an invalid run) above this slip p99 (default: the baseline's; tests on a loaded machine raise it)", positive)
     .option('--no-confirm', 'judge one run only (default: a rate that regressed is measured again, and the regression stands only if that run regresses too)')
     .action(async (f: GateFlags) => {
       process.exitCode = await gate(f);
@@ -65,6 +67,7 @@ async function gate(f: GateFlags): Promise<number> {
     ...(f.writeBaseline && f.rates !== undefined ? { rates: f.rates } : {}),
     ...(f.durationS === undefined ? {} : { durationS: f.durationS }),
     ...(f.parallel === undefined ? {} : { parallel: f.parallel }),
+    ...(f.maxSlipP99Ms === undefined ? {} : { maxSlipP99Ms: f.maxSlipP99Ms }),
   };
   const thresholds = baseline?.thresholds ?? DEFAULT_THRESHOLDS;
   const out = f.out ?? path.join('results', 'runs', `gate-${new Date().toISOString().replace(/[:.]/g, '-')}`);
