@@ -1,0 +1,95 @@
+// The one Lua script every gateway replica runs against the shared Redis (EVALSHA; ioredis falls
+// back to EVAL after a restart empties Redis's script cache). It is the only writer of the shared
+// state, and Redis runs a script alone, so check and count are one atomic step across replicas:
+// two replicas bursting at once can never pass a cap, not even by one.
+//
+// State, two keys under one hash tag (one cluster slot):
+//
+//   <prefix>:held    hash   replica id → "requests inputTokens totalTokens" it holds now
+//   <prefix>:leases  zset   replica id → lease expiry (ms, Redis's own clock: one clock for all)
+//
+// One call (`sync`) does, in order: drop every replica whose lease has expired (its slots come
+// back: a crashed replica frees what it held after one lease); sum what the others hold; grant the
+// requests of the batch in order while each fits under its own limits (stop at the first that does
+// not: no overtaking); write this replica's holding ABSOLUTELY (what the caller says it holds plus
+// what was just granted) and renew its lease. Absolute writes make a call idempotent: a call that
+// timed out on the client but ran in Redis leaves an over-count (safe) that the next call corrects,
+// and a replica whose lease lapsed is counted in full again by its next call.
+//
+// Invariant: after every call, Σ held over live replicas ≤ each cap, as long as every replica only
+// holds what a call granted it (the local fallback breaks this on purpose; docs/flow-control.md).
+
+/** Requests, prompt tokens and prompt + max_tokens × n. */
+export interface FlowCounts {
+  readonly requests: number;
+  readonly inputTokens: number;
+  readonly totalTokens: number;
+}
+
+/** One request asking for a reservation, with the limits of its band (Infinity: no limit). */
+export interface Reservation {
+  readonly inputTokens: number;
+  readonly totalTokens: number;
+  readonly maxRequests: number;
+  readonly maxInputTokens: number;
+  readonly maxTotalTokens: number;
+}
+
+/** What one call decided. */
+export interface SyncResult {
+  /** How many requests of the batch were granted: always a prefix of it. */
+  readonly numGranted: number;
+  /** What all live replicas hold after the call. */
+  readonly total: FlowCounts;
+  /** Live replicas (this one included). */
+  readonly numReplicas: number;
+}
+
+export const SYNC_SCRIPT = `
+local held, leases = KEYS[1], KEYS[2]
+local me, leaseMs = ARGV[1], tonumber(ARGV[2])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', leases, '-inf', now)) do
+  redis.call('HDEL', held, id)
+  redis.call('ZREM', leases, id)
+end
+local r, i, o = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local vals = redis.call('HGETALL', held)
+for k = 1, #vals, 2 do
+  if vals[k] ~= me then
+    local a, b, c = string.match(vals[k + 1], '^(%d+) (%d+) (%d+)$')
+    r, i, o = r + tonumber(a), i + tonumber(b), o + tonumber(c)
+  end
+end
+local n, granted = tonumber(ARGV[6]), 0
+local mr, mi, mo = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+for k = 0, n - 1 do
+  local base = 7 + k * 5
+  local ci, co = tonumber(ARGV[base]), tonumber(ARGV[base + 1])
+  local lr, li, lo = tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3]), tonumber(ARGV[base + 4])
+  if (lr >= 0 and r + 1 > lr) or (li >= 0 and i + ci > li) or (lo >= 0 and o + co > lo) then break end
+  r, i, o = r + 1, i + ci, o + co
+  mr, mi, mo = mr + 1, mi + ci, mo + co
+  granted = granted + 1
+end
+redis.call('HSET', held, me, string.format('%d %d %d', mr, mi, mo))
+redis.call('ZADD', leases, now + leaseMs, me)
+return {granted, r, i, o, redis.call('ZCARD', leases)}
+`;
+
+/** Arguments of one call: replica id, lease, what it holds, then five numbers per request (−1: no limit). */
+export function syncArgs(replicaId: string, leaseMs: number, held: FlowCounts, batch: readonly Reservation[]): (string | number)[] {
+  const lim = (v: number): number => (v === Infinity ? -1 : v);
+  const args: (string | number)[] = [replicaId, leaseMs, held.requests, held.inputTokens, held.totalTokens, batch.length];
+  for (const b of batch) args.push(b.inputTokens, b.totalTokens, lim(b.maxRequests), lim(b.maxInputTokens), lim(b.maxTotalTokens));
+  return args;
+}
+
+/** The script's reply as a SyncResult; anything else is a bug (or not our script) and throws. */
+export function parseSyncReply(reply: unknown, batchLength: number): SyncResult {
+  if (!Array.isArray(reply) || reply.length !== 5 || !reply.every((v) => typeof v === 'number')) throw new Error(`flow sync script: unexpected reply ${JSON.stringify(reply)}`);
+  const [numGranted, requests, inputTokens, totalTokens, numReplicas] = reply as number[];
+  if (numGranted! < 0 || numGranted! > batchLength) throw new Error(`flow sync script: granted ${numGranted} of a batch of ${batchLength}`);
+  return { numGranted: numGranted!, total: { requests: requests!, inputTokens: inputTokens!, totalTokens: totalTokens! }, numReplicas: numReplicas! };
+}
