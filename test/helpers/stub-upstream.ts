@@ -7,7 +7,8 @@
 //   - dies on demand: `failNext` = 'reset' (socket destroyed before any byte), 'headers' (headers,
 //     then the socket destroyed), 'midstream' (after `failAfterTokens` tokens); `stop()` closes the
 //     port (connection refused from then on)
-//   - records every generation request (path, body bytes, whether the client aborted it)
+//   - records every generation request (path, body bytes, whether the client aborted it), and how
+//     many were open at once at most (`peakOpen`: arrived, neither finished nor aborted)
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -48,6 +49,9 @@ export class StubUpstream {
   metrics = true;
   failNext: 'reset' | 'headers' | 'midstream' | null = null;
   failAfterTokens = 1;
+  /** Generation requests open now, and the most open at once since start (or since a test reset it). */
+  numOpen = 0;
+  peakOpen = 0;
   /** A 4xx or 5xx answer to the next generation request: [status, body]. */
   answerNext: [number, unknown] | null = null;
   #server: http.Server;
@@ -144,7 +148,16 @@ export class StubUpstream {
       write(text);
     };
     this.requests.push(record);
+    this.numOpen++;
+    this.peakOpen = Math.max(this.peakOpen, this.numOpen);
+    let open = true;
+    const closed = (): void => {
+      if (open) this.numOpen--;
+      open = false;
+    };
+    res.on('finish', closed);
     res.on('close', () => {
+      closed();
       if (record.finished) return;
       record.aborted = true;
       for (const w of this.#abortWaiters.splice(0)) w.resolve();

@@ -1,0 +1,141 @@
+// Shared flow control against a real redis-server: two controllers (two replicas' worth, each with
+// its own connection) hold a global request cap and an input-token cap exactly under a concurrent
+// burst (never one over, and the cap is reached); a replica killed while holding slots gives them
+// back once its lease expires. Skipped without redis-server; failed under CI=true.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { test } from 'node:test';
+import type { FlowRequest, FlowTicket } from '../../src/flow/flow-control.ts';
+import type { FlowLimits } from '../../src/flow/flow-core.ts';
+import { SharedFlowController } from '../../src/flow/shared-flow-controller.ts';
+import { RedisStore } from '../../src/flow/shared-store.ts';
+import { RedisServer, haveRedis } from '../helpers/redis-server.ts';
+
+const LIMITS: FlowLimits = { maxRequests: Infinity, maxInputTokens: Infinity, maxTotalTokens: Infinity, shares: [1], queueSize: 1000, queueTtlMs: 30_000 };
+
+function replica(url: string, prefix: string, limits: Partial<FlowLimits>, leaseMs = 2000): SharedFlowController {
+  const store = new RedisStore({ url, leaseMs, timeoutMs: 500, keyPrefix: prefix });
+  return new SharedFlowController({ ...LIMITS, ...limits }, store, { replicas: 2, leaseMs, pollMs: 2 });
+}
+
+function request(inputTokens: number, band = 0): FlowRequest {
+  return { caller: { tenant: 'default', role: 'user' }, band, inputTokens, totalTokens: inputTokens };
+}
+
+async function until(what: string, ok: () => boolean, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** `n` requests at once, alternating between the replicas; each holds its slot 1–6 ms. Returns the most held at once (requests and tokens). */
+async function burst(replicas: readonly SharedFlowController[], n: number, tokens: (i: number) => number): Promise<{ peakRequests: number; peakTokens: number; numOk: number }> {
+  let requests = 0;
+  let inputTokens = 0;
+  let peakRequests = 0;
+  let peakTokens = 0;
+  let numOk = 0;
+  await Promise.all(
+    Array.from({ length: n }, async (_, i) => {
+      const req = request(tokens(i));
+      const r = await replicas[i % replicas.length]!.acquire(req, new AbortController().signal);
+      if (!r.ok) return;
+      numOk++;
+      requests++;
+      inputTokens += req.inputTokens;
+      peakRequests = Math.max(peakRequests, requests);
+      peakTokens = Math.max(peakTokens, inputTokens);
+      await sleep(1 + (i % 6));
+      requests--;
+      inputTokens -= req.inputTokens;
+      r.ticket.release();
+    }),
+  );
+  return { peakRequests, peakTokens, numOk };
+}
+
+test('two replicas sharing one Redis hold a request cap of 10 exactly under a 200-request burst', { timeout: 60_000 }, async (t) => {
+  if (!haveRedis(t)) return;
+  const redis = await RedisServer.start();
+  const prefix = `{t-${randomUUID()}}`;
+  const replicas = [replica(redis.url, prefix, { maxRequests: 10 }), replica(redis.url, prefix, { maxRequests: 10 })];
+  try {
+    await until('both replicas in redis mode', () => replicas.every((r) => r.state().shared?.mode === 'redis'));
+    for (let round = 0; round < 3; round++) {
+      const { peakRequests, numOk } = await burst(replicas, 200, () => 1);
+      assert.equal(numOk, 200, 'every request got a slot in the end (queue 1000, TTL 30 s)');
+      assert.ok(peakRequests <= 10, `round ${round}: ${peakRequests} requests held at once across both replicas, over the cap of 10`);
+      assert.equal(peakRequests, 10, `round ${round}: the burst never reached the cap (peak ${peakRequests}): the test shows nothing`);
+    }
+    for (const r of replicas) assert.deepEqual(r.state().shared?.held, { requests: 0, inputTokens: 0, totalTokens: 0 });
+    assert.equal(replicas[0]!.state().shared?.replicasSeen, 2);
+  } finally {
+    await Promise.all(replicas.map((r) => r.close()));
+    await redis.kill();
+  }
+});
+
+test('two replicas hold an input-token cap of 1000 exactly under a burst of 100- and 200-token requests', { timeout: 60_000 }, async (t) => {
+  if (!haveRedis(t)) return;
+  const redis = await RedisServer.start();
+  const prefix = `{t-${randomUUID()}}`;
+  const replicas = [replica(redis.url, prefix, { maxInputTokens: 1000 }), replica(redis.url, prefix, { maxInputTokens: 1000 })];
+  try {
+    await until('both replicas in redis mode', () => replicas.every((r) => r.state().shared?.mode === 'redis'));
+    const { peakTokens, numOk } = await burst(replicas, 200, (i) => (i % 3 === 0 ? 200 : 100));
+    assert.equal(numOk, 200);
+    assert.ok(peakTokens <= 1000, `${peakTokens} input tokens held at once across both replicas, over the cap of 1000`);
+    assert.equal(peakTokens, 1000, `the burst never filled the cap (peak ${peakTokens})`);
+  } finally {
+    await Promise.all(replicas.map((r) => r.close()));
+    await redis.kill();
+  }
+});
+
+test('a replica killed while holding slots gives them back when its lease expires', { timeout: 60_000 }, async (t) => {
+  if (!haveRedis(t)) return;
+  const redis = await RedisServer.start();
+  const prefix = `{t-${randomUUID()}}`;
+  const leaseMs = 1500;
+  const holder = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./fixtures/shared-holder.ts', import.meta.url)), redis.url, prefix, '4', String(leaseMs)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const survivor = replica(redis.url, prefix, { maxRequests: 5 }, leaseMs);
+  const tickets: FlowTicket[] = [];
+  try {
+    await new Promise<void>((resolve, reject) => {
+      holder.stdout.on('data', (b: Buffer) => b.toString().includes('holding') && resolve());
+      holder.once('exit', (code) => reject(new Error(`the holder exited (${code}) before holding its slots`)));
+    });
+    const first = await survivor.acquire(request(1), new AbortController().signal);
+    assert.ok(first.ok, 'one slot of 5 is left while the other replica holds 4');
+    tickets.push(first.ticket);
+    const waiting = survivor.acquire(request(1), new AbortController().signal);
+    await sleep(200);
+    assert.equal(survivor.state().shared?.waitingGlobal, 1, 'the cap is full: the second request waits');
+    holder.kill('SIGKILL');
+    const killedAt = Date.now();
+    const second = await waiting;
+    const waitedMs = Date.now() - killedAt;
+    assert.ok(second.ok, 'the dead replica\'s slots came back');
+    tickets.push(second.ticket);
+    assert.ok(waitedMs <= leaseMs + 1000, `its slots came back ${waitedMs} ms after the kill (lease ${leaseMs} ms)`);
+    await until('the dead replica dropped from the count', () => survivor.state().shared?.replicasSeen === 1);
+    // All 5 are ours now: three more fit, the sixth does not.
+    for (let i = 0; i < 3; i++) {
+      const r = await survivor.acquire(request(1), new AbortController().signal);
+      assert.ok(r.ok);
+      tickets.push(r.ticket);
+    }
+    assert.equal(survivor.state().shared?.total?.requests, 5);
+  } finally {
+    holder.kill('SIGKILL');
+    for (const tk of tickets) tk.release();
+    await survivor.close();
+    await redis.kill();
+  }
+});
