@@ -89,7 +89,7 @@ export function syncArgs(replicaId: string, leaseMs: number, held: FlowCounts, b
 /** The script's reply as a SyncResult; anything else is a bug (or not our script) and throws. */
 export function parseSyncReply(reply: unknown, batchLength: number): SyncResult {
   if (!Array.isArray(reply) || reply.length !== 5 || !reply.every((v) => typeof v === 'number')) throw new Error(`flow sync script: unexpected reply ${JSON.stringify(reply)}`);
-  const [numGranted, requests, inputTokens, totalTokens, numReplicas] = reply;
-  if (numGranted! < 0 || numGranted! > batchLength) throw new Error(`flow sync script: granted ${numGranted} of a batch of ${batchLength}`);
-  return { numGranted: numGranted!, total: { requests: requests!, inputTokens: inputTokens!, totalTokens: totalTokens! }, numReplicas: numReplicas! };
+  const [numGranted, requests, inputTokens, totalTokens, numReplicas] = reply as [number, number, number, number, number];
+  if (numGranted < 0 || numGranted > batchLength) throw new Error(`flow sync script: granted ${numGranted} of a batch of ${batchLength}`);
+  return { numGranted, total: { requests, inputTokens, totalTokens }, numReplicas };
 }
