@@ -139,3 +139,49 @@ test('a replica killed while holding slots gives them back when its lease expire
     await redis.kill();
   }
 });
+
+test('what a replica admitted from its local share while Redis was down is counted when Redis comes back', { timeout: 60_000 }, async (t) => {
+  if (!haveRedis(t)) return;
+  const redis = await RedisServer.start();
+  const prefix = `{t-${randomUUID()}}`;
+  const leaseMs = 600;
+  const [a, b] = [replica(redis.url, prefix, { maxRequests: 10 }, leaseMs), replica(redis.url, prefix, { maxRequests: 10 }, leaseMs)];
+  const held: FlowTicket[] = [];
+  try {
+    await until('both replicas in redis mode', () => [a, b].every((r) => r.state().shared?.mode === 'redis'));
+    await redis.kill();
+    for (let i = 0; i < 5; i++) {
+      const r = await a.acquire(request(1), new AbortController().signal);
+      assert.ok(r.ok);
+      held.push(r.ticket);
+    }
+    assert.equal(a.state().shared?.mode, 'local-fallback');
+    const sixth = a.acquire(request(1), new AbortController().signal);
+    await sleep(50);
+    assert.equal(a.state().shared?.waitingGlobal, 1, 'its local share (⌊10 / 2⌋ = 5) is full');
+    await redis.restart();
+    await until('both replicas back in redis mode', () => [a, b].every((r) => r.state().shared?.mode === 'redis'));
+    const r6 = await sixth;
+    assert.ok(r6.ok, 'back in shared mode, the whole cap is there again');
+    held.push(r6.ticket);
+    // a holds 6, counted in Redis at once: b gets 4, not 10.
+    const bTickets: FlowTicket[] = [];
+    for (let i = 0; i < 4; i++) {
+      const r = await b.acquire(request(1), new AbortController().signal);
+      assert.ok(r.ok);
+      bTickets.push(r.ticket);
+    }
+    const eleventh = b.acquire(request(1), new AbortController().signal);
+    await sleep(100);
+    assert.equal(b.state().shared?.waitingGlobal, 1, 'the fallback\'s admissions count against the shared cap');
+    assert.equal(b.state().shared?.total?.requests, 10);
+    held.shift()!.release();
+    const r11 = await eleventh;
+    assert.ok(r11.ok);
+    held.push(r11.ticket, ...bTickets);
+  } finally {
+    for (const tk of held) tk.release();
+    await Promise.all([a.close(), b.close()]);
+    await redis.kill();
+  }
+});
