@@ -78,6 +78,8 @@ export class SharedFlowController implements FlowControl {
   #numWaiting = 0;
   #held: FlowCounts = ZERO;
   #syncing = false;
+  /** Something changed while a sync was in flight (an arrival): sync again as soon as it answers. */
+  #again = false;
   #dirty = true;
   #shared: { mode: 'redis' | 'local-fallback'; sinceMs: number; lastError: string | null; replicasSeen: number; total: FlowCounts | null; numFallbacks: number };
   #lastSyncMs = -Infinity;
@@ -172,7 +174,11 @@ export class SharedFlowController implements FlowControl {
     if (this.#closed) return;
     this.#expire();
     if (this.#shared.mode === 'local-fallback') this.#grantLocally();
-    if (this.#syncing) return;
+    if (this.#syncing) {
+      this.#again = true;
+      return;
+    }
+    this.#again = false;
     const redis = this.#shared.mode === 'redis';
     const batch = redis ? this.#batch() : [];
     const beatDue = this.#now() - this.#lastSyncMs >= this.#opts.leaseMs / 3;
@@ -196,7 +202,7 @@ export class SharedFlowController implements FlowControl {
           // No queue: refused now, as a local cap would.
           if (this.limits.queueSize === 0) this.#leave(e, 'queue_full', 'Too many requests in flight across the gateway replicas (the shared caps are reached) and the wait queue is off; retry shortly.', this.#drain.secondsFor(1));
         }
-        if (res.numGranted > 0 || this.#dirty || resumed) this.#pump();
+        if (res.numGranted > 0 || this.#dirty || resumed || this.#again) this.#pump();
         else this.#armPoll();
       },
       (err: unknown) => {
