@@ -96,6 +96,23 @@ test('a request waiting for a shared reservation leaves when its client does: re
   await Promise.all(flows.map((f) => f.close()));
 });
 
+test('a reservation granted to a request whose client left while its sync was in flight is given back', async () => {
+  const { flows, state } = pair();
+  const [a] = flows as [SharedFlowController];
+  await settled(flows);
+  const ac = new AbortController();
+  const p = a.acquire(req(), ac.signal);
+  assert.equal(a.state().shared?.waitingGlobal, 1, 'its sync is in flight');
+  ac.abort();
+  assert.equal((await p).ok, false);
+  await sleep(20);
+  assert.deepEqual(a.state().shared?.held, { requests: 0, inputTokens: 0, totalTokens: 0 });
+  assert.equal(state.get('a')?.requests, 0, 'the shared state no longer counts it');
+  const all = await Promise.all([0, 1, 2, 3].map(() => ok(a.acquire(req(), new AbortController().signal))));
+  all.forEach((t) => t.release());
+  await Promise.all(flows.map((f) => f.close()));
+});
+
 test('the TTL counts from acquire: a request waiting for a shared reservation past it is a 429 queue_ttl', async () => {
   const { flows } = pair({ queueTtlMs: 50 });
   const [a, b] = flows as [SharedFlowController, SharedFlowController];
