@@ -185,3 +185,29 @@ test('what a replica admitted from its local share while Redis was down is count
     await redis.kill();
   }
 });
+
+test('a Redis that stops answering (SIGSTOP): the next call times out and the replica serves from its share; answering again: shared', { timeout: 60_000 }, async (t) => {
+  if (!haveRedis(t)) return;
+  const redis = await RedisServer.start();
+  const store = new RedisStore({ url: redis.url, leaseMs: 900, timeoutMs: 150, keyPrefix: `{t-${randomUUID()}}` });
+  const flow = new SharedFlowController({ ...LIMITS, maxRequests: 10 }, store, { replicas: 2, leaseMs: 900, pollMs: 2 });
+  try {
+    await until('redis mode', () => flow.state().shared?.mode === 'redis');
+    redis.pause();
+    const t0 = Date.now();
+    const r = await flow.acquire(request(1), new AbortController().signal);
+    const ms = Date.now() - t0;
+    assert.ok(r.ok, 'served from the local share');
+    assert.ok(ms < 1000, `the stalled call held the request ${ms} ms (timeout 150 ms)`);
+    assert.equal(flow.state().shared?.mode, 'local-fallback');
+    assert.match(flow.state().shared?.lastError ?? '', /timed out/i);
+    redis.resume();
+    await until('redis mode again', () => flow.state().shared?.mode === 'redis');
+    assert.equal(flow.state().shared?.held.requests, 1);
+    r.ticket.release();
+  } finally {
+    redis.resume();
+    await flow.close();
+    await redis.kill();
+  }
+});

@@ -61,6 +61,15 @@ export class RedisServer {
     }
   }
 
+  /** SIGSTOP / SIGCONT: a server that stops answering without closing its connections. */
+  pause(): void {
+    this.#child?.kill('SIGSTOP');
+  }
+
+  resume(): void {
+    this.#child?.kill('SIGCONT');
+  }
+
   /** SIGKILL: an outage, not a shutdown. */
   async kill(): Promise<void> {
     const child = this.#child;
@@ -68,6 +77,7 @@ export class RedisServer {
     if (child === null || child.exitCode !== null) return;
     const exited = new Promise<void>((r) => child.once('exit', () => r()));
     child.kill('SIGKILL');
+    child.kill('SIGCONT');
     await exited;
   }
 }
