@@ -6,7 +6,8 @@
 //               first, not recorded) — the round trip every request pays
 //   concurrent  --workers loops on each of two replicas sharing one Redis, cap --cap requests, each
 //               holding its ticket for one event-loop turn: acquires per second and their latency
-//               (a wait for capacity included) with the script doing real work
+//               (a wait for capacity included) with the script doing real work, and how the grants
+//               split between the replicas (nothing orders waiters across replicas)
 //
 // Prints one JSON line per arm, latency quantiles in microseconds. Starts its own redis-server on a
 // free port unless --redis-url is given. Numbers are for this machine; compare arms, not machines.
@@ -55,8 +56,9 @@ async function serial(flow: FlowControl, pairs: number): Promise<number[]> {
   return us;
 }
 
-async function concurrent(flows: readonly FlowControl[]): Promise<{ acquiresPerS: number; us: number[] }> {
+async function concurrent(flows: readonly FlowControl[]): Promise<{ acquiresPerS: number; us: number[]; perReplica: number[] }> {
   const us: number[] = [];
+  const perReplica = flows.map(() => 0);
   const end = performance.now() + SECONDS * 1000;
   await Promise.all(
     Array.from({ length: WORKERS * flows.length }, async (_, w) => {
@@ -66,12 +68,13 @@ async function concurrent(flows: readonly FlowControl[]): Promise<{ acquiresPerS
         const r = await flow.acquire(REQ, new AbortController().signal);
         us.push((performance.now() - t0) * 1000);
         if (!r.ok) throw new Error('bench: refused');
+        perReplica[w % flows.length]!++;
         await new Promise((res) => setImmediate(res));
         r.ticket.release();
       }
     }),
   );
-  return { acquiresPerS: Math.round(us.length / SECONDS), us };
+  return { acquiresPerS: Math.round(us.length / SECONDS), us, perReplica };
 }
 
 const server = values['redis-url'] === undefined ? await RedisServer.start() : null;
@@ -96,7 +99,7 @@ try {
   const pair = [shared(url, prefix, CAP), shared(url, prefix, CAP)];
   await connected(pair);
   const sharedC = await concurrent(pair);
-  console.log(JSON.stringify({ arm: 'redis', shape: 'concurrent', replicas: 2, workersPerReplica: WORKERS, cap: CAP, acquiresPerS: sharedC.acquiresPerS, acquireUs: quantiles(sharedC.us), modes: pair.map((p) => p.state().shared?.mode) }));
+  console.log(JSON.stringify({ arm: 'redis', shape: 'concurrent', replicas: 2, workersPerReplica: WORKERS, cap: CAP, acquiresPerS: sharedC.acquiresPerS, acquireUs: quantiles(sharedC.us), grantsPerReplica: sharedC.perReplica, modes: pair.map((p) => p.state().shared?.mode) }));
   await Promise.all(pair.map((p) => p.close()));
 } finally {
   await server?.kill();

@@ -86,6 +86,7 @@ export class SharedFlowController implements FlowControl {
   readonly #heartbeat: NodeJS.Timeout;
   #poll: NodeJS.Timeout | null = null;
   #closed = false;
+  #soon = false;
 
   constructor(limits: FlowLimits, store: SharedStore, opts: SharedFlowOptions, now: () => number = () => performance.now()) {
     if (!(Number.isInteger(opts.replicas) && opts.replicas >= 0)) throw new Error(`--flow-replicas: expected an integer ≥ 0, got ${opts.replicas}`);
@@ -160,7 +161,10 @@ export class SharedFlowController implements FlowControl {
     if (!res.ok) return Promise.resolve(res);
     return new Promise<FlowResult>((resolve) => {
       const e: Entry = { req, deadlineMs, waitedLocally, local: res.ticket, blocked: false, state: 'waiting', settle: resolve, signal, onAbort: () => undefined };
-      e.onAbort = () => this.#leave(e, 'client_left', 'The client left while the request waited.', null);
+      e.onAbort = () => {
+        this.#leave(e, 'client_left', 'The client left while the request waited.', null);
+        this.#pumpSoon();
+      };
       signal.addEventListener('abort', e.onAbort, { once: true });
       this.#bands[req.band]!.push(e);
       this.#numWaiting++;
@@ -244,7 +248,7 @@ export class SharedFlowController implements FlowControl {
   #reservation(e: Entry, replicas: number): Reservation {
     const share = this.limits.shares[e.req.band]!;
     const split = (cap: number): number => bandLimit(cap === Infinity ? cap : Math.max(1, Math.floor(cap / replicas)), share);
-    return { inputTokens: e.req.inputTokens, totalTokens: e.req.totalTokens, maxRequests: split(this.limits.maxRequests), maxInputTokens: split(this.limits.maxInputTokens), maxTotalTokens: split(this.limits.maxTotalTokens) };
+    return { band: e.req.band, blocked: e.blocked, inputTokens: e.req.inputTokens, totalTokens: e.req.totalTokens, maxRequests: split(this.limits.maxRequests), maxInputTokens: split(this.limits.maxInputTokens), maxTotalTokens: split(this.limits.maxTotalTokens) };
   }
 
   #grant(e: Entry): void {
@@ -268,7 +272,7 @@ export class SharedFlowController implements FlowControl {
           this.#drain.record();
           this.#dirty = true;
           e.local.release();
-          this.#pump();
+          this.#pumpSoon();
         },
       },
     });
@@ -278,6 +282,8 @@ export class SharedFlowController implements FlowControl {
   #leave(e: Entry, decision: FlowDecision, message: string, retryAfterS: number | null): void {
     if (e.state !== 'waiting') return;
     this.#take(e, 'gone');
+    // The shared state may note it as this replica's waiting head: the next sync clears that.
+    this.#dirty = true;
     e.local.release();
     this.#decided(e.req.band, e.req.caller.tenant, decision);
     e.settle({ ok: false, refusal: refusal('flow_cap', { message, retryAfterS }) });
@@ -325,6 +331,20 @@ export class SharedFlowController implements FlowControl {
       this.#pump();
     }, this.#opts.pollMs);
     this.#poll.unref();
+  }
+
+  /**
+   * A pump after the current microtasks: a local slot just given back may have started a local
+   * waiter, which reaches the global stage in a promise continuation. Syncing before it arrives
+   * would show the freed capacity to the other replicas while this replica's waiter is invisible.
+   */
+  #pumpSoon(): void {
+    if (this.#soon) return;
+    this.#soon = true;
+    setImmediate(() => {
+      this.#soon = false;
+      this.#pump();
+    });
   }
 
   #beat(): void {

@@ -3,16 +3,24 @@
 // state, and Redis runs a script alone, so check and count are one atomic step across replicas:
 // two replicas bursting at once can never pass a cap, not even by one.
 //
-// State, two keys under one hash tag (one cluster slot):
+// State, three keys under one hash tag (one cluster slot):
 //
-//   <prefix>:held    hash   replica id → "requests inputTokens totalTokens" it holds now
-//   <prefix>:leases  zset   replica id → lease expiry (ms, Redis's own clock: one clock for all)
+//   <prefix>:held     hash   replica id → "requests inputTokens totalTokens" it holds now
+//   <prefix>:leases   zset   replica id → lease expiry (ms, Redis's own clock: one clock for all)
+//   <prefix>:waiting  hash   replica id → "band since": the band of its first request the caps
+//                            turned away, and since when (ms) it has had one waiting
 //
 // One call (`sync`) does, in order: drop every replica whose lease has expired (its slots come
 // back: a crashed replica frees what it held after one lease); sum what the others hold; grant the
-// requests of the batch in order while each fits under its own limits (stop at the first that does
-// not: no overtaking); write this replica's holding ABSOLUTELY (what the caller says it holds plus
-// what was just granted) and renew its lease. Absolute writes make a call idempotent: a call that
+// requests of the batch in order while each fits under its own limits and no other replica's
+// waiting head goes first (a higher band, or the same band waiting since earlier), stopping at the
+// first that may not go (no overtaking, across replicas too); note this replica's own waiting head
+// (from now, if it was just granted something: replicas with waiters take turns), or clear it; write this replica's holding ABSOLUTELY (what the caller says it holds plus what was
+// just granted) and renew its lease.
+//
+// Without the waiting rule a replica releasing a slot would take it back for its own waiters in the
+// same call, and a replica that only polls would starve: measured 128k grants against 6k for two
+// replicas under saturation (bench/flow/shared-latency.ts, concurrent arm). Absolute writes make a call idempotent: a call that
 // timed out on the client but ran in Redis leaves an over-count (safe) that the next call corrects,
 // and a replica whose lease lapsed is counted in full again by its next call.
 //
@@ -28,6 +36,10 @@ export interface FlowCounts {
 
 /** One request asking for a reservation, with the limits of its band (Infinity: no limit). */
 export interface Reservation {
+  /** Its priority band (a higher band goes first across replicas). */
+  readonly band: number;
+  /** An earlier call turned it away (it has waited since this replica's waiting head was noted). */
+  readonly blocked: boolean;
   readonly inputTokens: number;
   readonly totalTokens: number;
   readonly maxRequests: number;
@@ -46,12 +58,13 @@ export interface SyncResult {
 }
 
 export const SYNC_SCRIPT = `
-local held, leases = KEYS[1], KEYS[2]
+local held, leases, waiting = KEYS[1], KEYS[2], KEYS[3]
 local me, leaseMs = ARGV[1], tonumber(ARGV[2])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', leases, '-inf', now)) do
   redis.call('HDEL', held, id)
+  redis.call('HDEL', waiting, id)
   redis.call('ZREM', leases, id)
 end
 local r, i, o = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -62,27 +75,50 @@ for k = 1, #vals, 2 do
     r, i, o = r + tonumber(a), i + tonumber(b), o + tonumber(c)
   end
 end
+local mySince, others = nil, {}
+local ws = redis.call('HGETALL', waiting)
+for k = 1, #ws, 2 do
+  local b, s = string.match(ws[k + 1], '^(%d+) (%d+)$')
+  if ws[k] == me then mySince = tonumber(s) else others[#others + 1] = {tonumber(b), tonumber(s)} end
+end
 local n, granted = tonumber(ARGV[6]), 0
 local mr, mi, mo = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local headBand = nil
 for k = 0, n - 1 do
-  local base = 7 + k * 5
-  local ci, co = tonumber(ARGV[base]), tonumber(ARGV[base + 1])
-  local lr, li, lo = tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3]), tonumber(ARGV[base + 4])
-  if (lr >= 0 and r + 1 > lr) or (li >= 0 and i + ci > li) or (lo >= 0 and o + co > lo) then break end
+  local base = 7 + k * 7
+  local band, blocked = tonumber(ARGV[base]), tonumber(ARGV[base + 1])
+  local ci, co = tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3])
+  local lr, li, lo = tonumber(ARGV[base + 4]), tonumber(ARGV[base + 5]), tonumber(ARGV[base + 6])
+  local since = now
+  if blocked == 1 and mySince ~= nil then since = mySince end
+  local yield = false
+  for _, h in ipairs(others) do
+    if h[1] > band or (h[1] == band and h[2] < since) then yield = true end
+  end
+  if yield or (lr >= 0 and r + 1 > lr) or (li >= 0 and i + ci > li) or (lo >= 0 and o + co > lo) then
+    headBand = band
+    break
+  end
   r, i, o = r + 1, i + ci, o + co
   mr, mi, mo = mr + 1, mi + ci, mo + co
   granted = granted + 1
+end
+if headBand == nil then
+  redis.call('HDEL', waiting, me)
+else
+  -- A replica that was just granted something goes to the back: its new head waits from now.
+  redis.call('HSET', waiting, me, string.format('%d %d', headBand, (granted == 0 and mySince) or now))
 end
 redis.call('HSET', held, me, string.format('%d %d %d', mr, mi, mo))
 redis.call('ZADD', leases, now + leaseMs, me)
 return {granted, r, i, o, redis.call('ZCARD', leases)}
 `;
 
-/** Arguments of one call: replica id, lease, what it holds, then five numbers per request (−1: no limit). */
+/** Arguments of one call: replica id, lease, what it holds, then seven numbers per request (limits −1: none). */
 export function syncArgs(replicaId: string, leaseMs: number, held: FlowCounts, batch: readonly Reservation[]): (string | number)[] {
   const lim = (v: number): number => (v === Infinity ? -1 : v);
   const args: (string | number)[] = [replicaId, leaseMs, held.requests, held.inputTokens, held.totalTokens, batch.length];
-  for (const b of batch) args.push(b.inputTokens, b.totalTokens, lim(b.maxRequests), lim(b.maxInputTokens), lim(b.maxTotalTokens));
+  for (const b of batch) args.push(b.band, b.blocked ? 1 : 0, b.inputTokens, b.totalTokens, lim(b.maxRequests), lim(b.maxInputTokens), lim(b.maxTotalTokens));
   return args;
 }
 

@@ -49,13 +49,13 @@ export function checkRedisUrl(url: string): Error | null {
   return null;
 }
 
-type SyncCommand = (held: string, leases: string, ...args: (string | number)[]) => Promise<unknown>;
+type SyncCommand = (held: string, leases: string, waiting: string, ...args: (string | number)[]) => Promise<unknown>;
 
 export class RedisStore implements SharedStore {
   readonly replicaId: string;
   readonly #redis: Redis;
   readonly #leaseMs: number;
-  readonly #keys: readonly [string, string];
+  readonly #keys: readonly [string, string, string];
 
   constructor(opts: RedisStoreOptions) {
     const bad = checkRedisUrl(opts.url);
@@ -63,7 +63,7 @@ export class RedisStore implements SharedStore {
     this.replicaId = opts.replicaId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
     this.#leaseMs = opts.leaseMs;
     const prefix = opts.keyPrefix ?? DEFAULT_PREFIX;
-    this.#keys = [`${prefix}:held`, `${prefix}:leases`];
+    this.#keys = [`${prefix}:held`, `${prefix}:leases`, `${prefix}:waiting`];
     this.#redis = new Redis(opts.url, {
       commandTimeout: opts.timeoutMs,
       connectTimeout: Math.max(opts.timeoutMs, 1000),
@@ -73,19 +73,19 @@ export class RedisStore implements SharedStore {
       lazyConnect: false,
     });
     this.#redis.on('error', () => undefined);
-    this.#redis.defineCommand('headroomFlowSync', { numberOfKeys: 2, lua: SYNC_SCRIPT });
+    this.#redis.defineCommand('headroomFlowSync', { numberOfKeys: 3, lua: SYNC_SCRIPT });
   }
 
   async sync(held: FlowCounts, batch: readonly Reservation[]): Promise<SyncResult> {
     const call = (this.#redis as unknown as { headroomFlowSync: SyncCommand }).headroomFlowSync;
-    const reply = await call.call(this.#redis, this.#keys[0], this.#keys[1], ...syncArgs(this.replicaId, this.#leaseMs, held, batch));
+    const reply = await call.call(this.#redis, ...this.#keys, ...syncArgs(this.replicaId, this.#leaseMs, held, batch));
     return parseSyncReply(reply, batch.length);
   }
 
   /** Leaves the shared state at once (its slots come back now, not after the lease), then disconnects. */
   async close(): Promise<void> {
     try {
-      if (this.#redis.status === 'ready') await this.#redis.multi().hdel(this.#keys[0], this.replicaId).zrem(this.#keys[1], this.replicaId).exec();
+      if (this.#redis.status === 'ready') await this.#redis.multi().hdel(this.#keys[0], this.replicaId).zrem(this.#keys[1], this.replicaId).hdel(this.#keys[2], this.replicaId).exec();
     } catch {
       // Unreachable: the lease frees the slots instead.
     }

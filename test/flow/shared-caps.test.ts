@@ -211,3 +211,48 @@ test('a Redis that stops answering (SIGSTOP): the next call times out and the re
     await redis.kill();
   }
 });
+
+test('replicas with waiters take turns: under saturation two replicas get about the same share of the grants, and a higher band on one goes before a lower band on the other', { timeout: 60_000 }, async (t) => {
+  if (!haveRedis(t)) return;
+  const redis = await RedisServer.start();
+  const prefix = `{t-${randomUUID()}}`;
+  const replicas = [replica(redis.url, prefix, { maxRequests: 4, shares: [1, 1] }), replica(redis.url, prefix, { maxRequests: 4, shares: [1, 1] })];
+  try {
+    await until('both replicas in redis mode', () => replicas.every((r) => r.state().shared?.mode === 'redis'));
+    const grants = [0, 0];
+    const end = Date.now() + 1500;
+    await Promise.all(
+      Array.from({ length: 40 }, async (_, w) => {
+        while (Date.now() < end) {
+          const r = await replicas[w % 2]!.acquire(request(1), new AbortController().signal);
+          if (!r.ok) continue;
+          grants[w % 2]!++;
+          await new Promise((res) => setImmediate(res));
+          r.ticket.release();
+        }
+      }),
+    );
+    const share = grants[0]! / (grants[0]! + grants[1]!);
+    assert.ok(share > 0.35 && share < 0.65, `grants split ${grants.join(' / ')} between the replicas`);
+
+    // Replica 0 fills the cap; replica 1's band-0 request waits first, then replica 0's band-1 one.
+    const held = await Promise.all([0, 1, 2, 3].map(() => replicas[0]!.acquire(request(1, 1), new AbortController().signal)));
+    const order: string[] = [];
+    const low = replicas[1]!.acquire(request(1, 0), new AbortController().signal).then((r) => (order.push('band 0 on replica 1'), r));
+    await sleep(50);
+    const high = replicas[0]!.acquire(request(1, 1), new AbortController().signal).then((r) => (order.push('band 1 on replica 0'), r));
+    await sleep(50);
+    const first = held.shift()!;
+    if (first.ok) first.ticket.release();
+    await Promise.race([low, high]);
+    await sleep(50);
+    assert.deepEqual(order, ['band 1 on replica 0']);
+    for (const r of [...held, await high]) if (r.ok) r.ticket.release();
+    const last = await low;
+    assert.ok(last.ok);
+    last.ticket.release();
+  } finally {
+    await Promise.all(replicas.map((r) => r.close()));
+    await redis.kill();
+  }
+});
