@@ -138,6 +138,8 @@ test('with no queue, a request the shared caps cannot take now is refused at onc
   assert.equal(r.ok, false);
   if (!r.ok) assert.equal(r.refusal.reason, 'flow_cap');
   held.forEach((t) => t.release());
+  // Another replica sees a release once its replica has synced (a round trip later).
+  await sleep(20);
   const again = await b.acquire(req(), new AbortController().signal);
   assert.ok(again.ok, 'after the releases the cap has room');
   if (again.ok) again.ticket.release();
