@@ -30,6 +30,7 @@
 // gives back once; every local slot taken is given back exactly once.
 
 import { refusal } from '../backend/refusal.ts';
+import { bug } from '../util/bug.ts';
 import type { FlowControl, FlowDecision, FlowListener, FlowRequest, FlowResult, FlowStats, FlowTicket, SharedFlowState } from './flow-control.ts';
 import type { FlowLimits } from './flow-core.ts';
 import { bandLimit } from './flow-core.ts';
@@ -359,6 +360,6 @@ export class SharedFlowController implements FlowControl {
 
 function add(h: FlowCounts, c: { readonly inputTokens: number; readonly totalTokens: number }, sign: 1 | -1): FlowCounts {
   const out = { requests: h.requests + sign, inputTokens: h.inputTokens + sign * c.inputTokens, totalTokens: h.totalTokens + sign * c.totalTokens };
-  if (out.requests < 0 || out.inputTokens < 0 || out.totalTokens < 0) throw new Error('SharedFlowController: negative holding (a ticket released twice?) — a bug');
+  if (out.requests < 0 || out.inputTokens < 0 || out.totalTokens < 0) bug('SharedFlowController: negative holding (a ticket released twice?)');
   return out;
 }

@@ -122,7 +122,7 @@ export function syncArgs(replicaId: string, leaseMs: number, held: FlowCounts, b
   return args;
 }
 
-/** The script's reply as a SyncResult; anything else is a bug (or not our script) and throws. */
+/** The script's reply as a SyncResult; anything else throws (another script under our name?), and the replica falls back. */
 export function parseSyncReply(reply: unknown, batchLength: number): SyncResult {
   if (!Array.isArray(reply) || reply.length !== 5 || !reply.every((v) => typeof v === 'number')) throw new Error(`flow sync script: unexpected reply ${JSON.stringify(reply)}`);
   const [numGranted, requests, inputTokens, totalTokens, numReplicas] = reply as [number, number, number, number, number];

@@ -10,6 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Redis } from 'ioredis';
+import { redactUrlPassword } from '../util/redact-url.ts';
 import type { FlowCounts, Reservation, SyncResult } from './shared-script.ts';
 import { SYNC_SCRIPT, parseSyncReply, syncArgs } from './shared-script.ts';
 
@@ -35,11 +36,12 @@ export interface RedisStoreOptions {
 
 const DEFAULT_PREFIX = '{headroom:flow}';
 
-/** A redis:// or rediss:// URL with a host, or an Error saying what is wrong with it. */
-export function checkRedisUrl(url: string): Error | null {
+/** A redis:// or rediss:// URL with a host, or an Error saying what is wrong with it (its password redacted). */
+export function checkRedisUrl(raw: string): Error | null {
+  const url = redactUrlPassword(raw);
   let u: URL;
   try {
-    u = new URL(url);
+    u = new URL(raw);
   } catch {
     return new Error(`expected a URL such as redis://host:6379, got '${url}'`);
   }

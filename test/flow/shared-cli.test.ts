@@ -1,7 +1,8 @@
 // `headroom gateway --flow-redis-url` as real processes: two gateways (one given the flag, one the
 // environment variable) in front of one stub upstream hold a shared cap of 4 at the upstream under
-// a burst, and /stats says they share through Redis; a malformed URL, or a URL with no cap to
-// share, is one line naming the flag and exit 1.
+// a burst, and /stats says they share through Redis (a password-protected one, the password
+// redacted on /stats); a malformed URL, or a URL with no cap to share, is one line naming the flag
+// (never the password) and exit 1.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -33,7 +34,7 @@ function gateway(args: readonly string[], env: Record<string, string>): { proc: 
 
 test('two `headroom gateway` processes with --flow-redis-url (flag and env) hold a shared cap of 4 at the upstream', { timeout: 120_000 }, async (t) => {
   if (!haveRedis(t)) return;
-  const redis = await RedisServer.start();
+  const redis = await RedisServer.start({ password: 'pw-sekrit' });
   const stub = await new StubUpstream({ tokens: 4, tokenDelayMs: 3 }).start();
   const common = ['--upstream', stub.url, '--max-inflight-requests', '4', '--flow-replicas', '2', '--health-interval-ms', '200'];
   const gws = [gateway([...common, '--flow-redis-url', redis.url], {}), gateway(common, { HEADROOM_GATEWAY_FLOW_REDIS_URL: redis.url })];
@@ -47,8 +48,8 @@ test('two `headroom gateway` processes with --flow-redis-url (flag and env) hold
       if (Date.now() > end) throw new Error(`not both in redis mode: ${JSON.stringify(states)}`);
       await new Promise((r) => setTimeout(r, 50));
     }
-    const stats = (await (await request(`${urls[1]}/stats`)).body.json()) as { config: { options: Record<string, { source: string }> } };
-    assert.equal(stats.config.options['flow-redis-url']?.source, 'env');
+    const stats = (await (await request(`${urls[1]}/stats`)).body.json()) as { config: { options: Record<string, { value: unknown; source: string }> } };
+    assert.deepEqual(stats.config.options['flow-redis-url'], { value: `redis://:<redacted>@127.0.0.1:${redis.port}`, source: 'env' });
     const body = JSON.stringify({ model: 'stub-model', prompt: 'hi', max_tokens: 4 });
     const codes = await Promise.all(
       Array.from({ length: 60 }, async (_, i) => {
@@ -71,6 +72,9 @@ test('gateway: a malformed --flow-redis-url, or one with no cap to share, is one
   const bad = await runCli(['gateway', '--upstream', 'http://127.0.0.1:1', '--port', '0', '--max-inflight-requests', '4', '--flow-redis-url', 'localhost:6379']);
   assert.equal(bad.code, 1);
   assert.match(bad.stderr, /^headroom: error: --flow-redis-url: expected a redis:\/\/ or rediss:\/\/ URL, got 'localhost:6379'\n$/);
+  const scheme = await runCli(['gateway', '--upstream', 'http://127.0.0.1:1', '--port', '0', '--max-inflight-requests', '4', '--flow-redis-url', 'http://:pw-sekrit@redis:6379']);
+  assert.equal(scheme.code, 1);
+  assert.match(scheme.stderr, /^headroom: error: --flow-redis-url: expected a redis:\/\/ or rediss:\/\/ URL, got 'http:\/\/:<redacted>@redis:6379'\n$/);
   const env = await runCli(['gateway', '--upstream', 'http://127.0.0.1:1', '--port', '0', '--max-inflight-requests', '4'], { HEADROOM_GATEWAY_FLOW_REDIS_URL: 'redis://' });
   assert.equal(env.code, 1);
   assert.match(env.stderr, /^headroom: error: --flow-redis-url: .*\(from HEADROOM_GATEWAY_FLOW_REDIS_URL\)\n$/);

@@ -34,26 +34,30 @@ export function haveRedis(t: TestContext): boolean {
 
 export class RedisServer {
   readonly port: number;
+  /** With a password, clients must AUTH (requirepass). */
+  readonly password: string | null;
   #child: ChildProcess | null = null;
 
-  private constructor(port: number) {
+  private constructor(port: number, password: string | null) {
     this.port = port;
+    this.password = password;
   }
 
-  static async start(): Promise<RedisServer> {
-    const s = new RedisServer(await freePort());
+  static async start(opts: { password?: string } = {}): Promise<RedisServer> {
+    const s = new RedisServer(await freePort(), opts.password ?? null);
     await s.restart();
     return s;
   }
 
   get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
+    return `redis://${this.password === null ? '' : `:${this.password}@`}127.0.0.1:${this.port}`;
   }
 
   /** Starts it (again) on the same port; resolves once it accepts connections. */
   async restart(): Promise<void> {
     if (this.#child !== null) throw new Error('RedisServer.restart: already running');
-    this.#child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    const auth = this.password === null ? [] : ['--requirepass', this.password];
+    this.#child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...auth], { stdio: 'ignore' });
     const until = Date.now() + 10_000;
     while (!(await accepts(this.port))) {
       if (Date.now() > until) throw new Error(`redis-server did not listen on ${this.port} within 10 s`);
