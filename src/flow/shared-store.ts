@@ -8,8 +8,9 @@
 // controller's next call finds out that Redis is back.
 
 import { randomUUID } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { hostname } from 'node:os';
-import { Redis } from 'ioredis';
+import type { Redis, RedisOptions } from 'ioredis';
 import { redactUrlPassword } from '../util/redact-url.ts';
 import type { FlowCounts, Reservation, SyncResult } from './shared-script.ts';
 import { SYNC_SCRIPT, parseSyncReply, syncArgs } from './shared-script.ts';
@@ -66,7 +67,9 @@ export class RedisStore implements SharedStore {
     this.#leaseMs = opts.leaseMs;
     const prefix = opts.keyPrefix ?? DEFAULT_PREFIX;
     this.#keys = [`${prefix}:held`, `${prefix}:leases`, `${prefix}:waiting`];
-    this.#redis = new Redis(opts.url, {
+    // Loaded here, not at import: every CLI command imports the flow options, few use Redis.
+    const { Redis: RedisClient } = createRequire(import.meta.url)('ioredis') as { Redis: new (url: string, options: RedisOptions) => Redis };
+    this.#redis = new RedisClient(opts.url, {
       commandTimeout: opts.timeoutMs,
       connectTimeout: Math.max(opts.timeoutMs, 1000),
       maxRetriesPerRequest: 0,
