@@ -4,7 +4,7 @@
 //   acquire ─▶ local FlowController (full caps: queue, bands, tenant round-robin, TTL, 400s)
 //                  │ local grant (holds a local slot)
 //                  ▼
-//              global stage: one FIFO per band ─▶ store.sync(held, batch) ─▶ ticket
+//              global stage (shared-waiters.ts) ─▶ store.sync(held, batch) ─▶ ticket
 //                                       (highest band first; in order; no overtaking)
 //
 // The local grant is not final: the request then needs a global reservation, taken by the store's
@@ -17,6 +17,9 @@
 // goes into the next one, so a burst costs one round trip per batch, not per request. A sync
 // follows every change (arrival, release); while requests wait for capacity other replicas may
 // free, a poll timer syncs every `pollMs`; while idle a heartbeat renews the lease every leaseMs/3.
+// A release syncs after the current microtasks, once the local stage has moved its own next waiter
+// into the global stage, so the other replicas never see the freed slot without that waiter. Which
+// replica's waiter goes first across replicas is the script's business (replicas take turns).
 //
 // Fallback: a sync that fails (refused, timed out) turns the replica to `local-fallback`: it grants
 // from a local share of each cap, ⌊cap / replicas⌋ (at least 1; `replicas` configured, else the
@@ -35,10 +38,10 @@ import type { FlowControl, FlowDecision, FlowListener, FlowRequest, FlowResult, 
 import type { FlowLimits } from './flow-core.ts';
 import { bandLimit } from './flow-core.ts';
 import { FlowController } from './flow-controller.ts';
-import { Fifo } from './fifo.ts';
 import { DrainRate } from './drain-rate.ts';
 import type { FlowCounts, Reservation } from './shared-script.ts';
 import type { SharedStore } from './shared-store.ts';
+import { SharedWaiters } from './shared-waiters.ts';
 
 export interface SharedFlowOptions {
   /** Replicas the caps are split over in fallback (0: the live replicas last seen, 1 before any). */
@@ -74,9 +77,8 @@ export class SharedFlowController implements FlowControl {
   readonly #opts: Required<SharedFlowOptions>;
   readonly #now: () => number;
   readonly #listeners: FlowListener[] = [];
-  readonly #bands: Fifo<Entry>[];
+  readonly #waiters: SharedWaiters<Entry>;
   readonly #drain: DrainRate;
-  #numWaiting = 0;
   #held: FlowCounts = ZERO;
   #syncing = false;
   /** Something changed while a sync was in flight (an arrival): sync again as soon as it answers. */
@@ -98,7 +100,7 @@ export class SharedFlowController implements FlowControl {
     this.#opts = { maxBatch: 64, ...opts };
     this.#now = now;
     this.needsTokens = this.#local.needsTokens;
-    this.#bands = limits.shares.map(() => new Fifo<Entry>());
+    this.#waiters = new SharedWaiters(limits.shares.length);
     this.#drain = new DrainRate(now);
     // Until the first sync answers, the fallback serves (a replica starting with Redis down still serves).
     this.#shared = { mode: 'local-fallback', sinceMs: Date.now(), lastError: 'not connected yet', replicasSeen: 0, total: null, numFallbacks: 0 };
@@ -137,7 +139,7 @@ export class SharedFlowController implements FlowControl {
       replicaId: this.#store.replicaId,
       held: this.#held,
       total: s.total,
-      waitingGlobal: this.#numWaiting,
+      waitingGlobal: this.#waiters.numWaiting,
       fallbacks: s.numFallbacks,
     };
     return { ...this.#local.state(), shared };
@@ -167,8 +169,7 @@ export class SharedFlowController implements FlowControl {
         this.#pumpSoon();
       };
       signal.addEventListener('abort', e.onAbort, { once: true });
-      this.#bands[req.band]!.push(e);
-      this.#numWaiting++;
+      this.#waiters.push(e);
       if (signal.aborted) e.onAbort();
       else this.#pump();
     });
@@ -185,7 +186,7 @@ export class SharedFlowController implements FlowControl {
     }
     this.#again = false;
     const redis = this.#shared.mode === 'redis';
-    const batch = redis ? this.#batch() : [];
+    const batch = redis ? this.#waiters.ordered(this.#opts.maxBatch) : [];
     const beatDue = this.#now() - this.#lastSyncMs >= this.#opts.leaseMs / 3;
     // In fallback the store is only probed on the heartbeat; in redis mode every change syncs.
     if (redis ? batch.length === 0 && !this.#dirty && !beatDue : !beatDue) return this.#armPoll();
@@ -224,7 +225,7 @@ export class SharedFlowController implements FlowControl {
 
   /** Fallback: grant in order while each fits this replica's share; a request larger than the share is refused (429: it fits once Redis is back). */
   #grantLocally(): void {
-    for (const e of this.#ordered(Infinity)) {
+    for (const e of this.#waiters.ordered()) {
       const r = this.#reservation(e, this.#fallbackReplicas());
       const h = this.#held;
       if (h.requests + 1 <= r.maxRequests && h.inputTokens + e.req.inputTokens <= r.maxInputTokens && h.totalTokens + e.req.totalTokens <= r.maxTotalTokens) {
@@ -291,41 +292,20 @@ export class SharedFlowController implements FlowControl {
   }
 
   #take(e: Entry, to: 'granted' | 'gone'): void {
-    e.state = to;
-    this.#numWaiting--;
+    this.#waiters.take(e, to);
     e.signal.removeEventListener('abort', e.onAbort);
-    const fifo = this.#bands[e.req.band]!;
-    if (fifo.length > 2 * this.#numWaiting + 16) fifo.retain((x) => x.state === 'waiting');
   }
 
   #expire(): void {
     const now = this.#now();
-    for (const e of this.#ordered(Infinity)) {
-      if (e.deadlineMs <= now) this.#leave(e, 'queue_ttl', `Waited ${this.limits.queueTtlMs} ms for a slot (--flow-queue-ttl-ms) across the gateway replicas without getting one; retry later.`, this.#drain.secondsFor(this.#numWaiting + 1));
+    for (const e of this.#waiters.ordered()) {
+      if (e.deadlineMs <= now) this.#leave(e, 'queue_ttl', `Waited ${this.limits.queueTtlMs} ms for a slot (--flow-queue-ttl-ms) across the gateway replicas without getting one; retry later.`, this.#drain.secondsFor(this.#waiters.numWaiting + 1));
     }
-  }
-
-  #batch(): Entry[] {
-    return this.#ordered(this.#opts.maxBatch);
-  }
-
-  /** Waiting entries, highest band first, each band in arrival order (dropping gone heads). */
-  #ordered(max: number): Entry[] {
-    const out: Entry[] = [];
-    for (let b = this.#bands.length - 1; b >= 0 && out.length < max; b--) {
-      const fifo = this.#bands[b]!;
-      while (fifo.peek() !== undefined && fifo.peek()!.state !== 'waiting') fifo.shift();
-      for (const e of fifo) {
-        if (out.length >= max) break;
-        if (e.state === 'waiting') out.push(e);
-      }
-    }
-    return out;
   }
 
   /** Waiters retry on a timer (capacity may free on another replica); so does the fallback's probe. */
   #armPoll(): void {
-    if (this.#poll !== null || this.#closed || this.#numWaiting === 0) return;
+    if (this.#poll !== null || this.#closed || this.#waiters.numWaiting === 0) return;
     this.#poll = setTimeout(() => {
       this.#poll = null;
       this.#dirty ||= this.#shared.mode === 'local-fallback' && this.#now() - this.#lastSyncMs >= this.#opts.leaseMs / 3;
