@@ -103,7 +103,7 @@ export class SharedFlowController implements FlowControl {
     this.#waiters = new SharedWaiters(limits.shares.length);
     this.#drain = new DrainRate(now);
     // Until the first sync answers, the fallback serves (a replica starting with Redis down still serves).
-    this.#shared = { mode: 'local-fallback', sinceMs: Date.now(), lastError: 'not connected yet', replicasSeen: 0, total: null, numFallbacks: 0 };
+    this.#shared = { mode: 'local-fallback', sinceMs: Date.now(), lastError: null, replicasSeen: 0, total: null, numFallbacks: 0 };
     // Refusals of the local stage are this controller's; its grants are not final, so not forwarded.
     this.#local.onDecision((band, tenant, d) => {
       if (d !== 'admitted' && d !== 'admitted_after_wait') this.#decided(band, tenant, d);
