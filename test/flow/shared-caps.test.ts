@@ -35,7 +35,7 @@ async function until(what: string, ok: () => boolean, ms = 10_000): Promise<void
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** `n` requests at once, alternating between the replicas; each holds its slot 1–6 ms. Returns the most held at once (requests and tokens). */
-async function burst(replicas: readonly SharedFlowController[], n: number, tokens: (i: number) => number): Promise<{ peakRequests: number; peakTokens: number; numOk: number }> {
+async function burst(replicas: readonly SharedFlowController[], n: number, tokens: (i: number) => number, band = 0): Promise<{ peakRequests: number; peakTokens: number; numOk: number }> {
   let requests = 0;
   let inputTokens = 0;
   let peakRequests = 0;
@@ -43,7 +43,7 @@ async function burst(replicas: readonly SharedFlowController[], n: number, token
   let numOk = 0;
   await Promise.all(
     Array.from({ length: n }, async (_, i) => {
-      const req = request(tokens(i));
+      const req = request(tokens(i), band);
       const r = await replicas[i % replicas.length]!.acquire(req, new AbortController().signal);
       if (!r.ok) return;
       numOk++;
@@ -92,6 +92,23 @@ test('two replicas hold an input-token cap of 1000 exactly under a burst of 100-
     assert.equal(numOk, 200);
     assert.ok(peakTokens <= 1000, `${peakTokens} input tokens held at once across both replicas, over the cap of 1000`);
     assert.equal(peakTokens, 1000, `the burst never filled the cap (peak ${peakTokens})`);
+  } finally {
+    await Promise.all(replicas.map((r) => r.close()));
+    await redis.kill();
+  }
+});
+
+test('a band share holds across replicas: band 0 of --priority-bands 0.5,1 never has more than 5 of 10 in flight over both', { timeout: 60_000 }, async (t) => {
+  if (!haveRedis(t)) return;
+  const redis = await RedisServer.start();
+  const prefix = `{t-${randomUUID()}}`;
+  const replicas = [replica(redis.url, prefix, { maxRequests: 10, shares: [0.5, 1] }), replica(redis.url, prefix, { maxRequests: 10, shares: [0.5, 1] })];
+  try {
+    await until('both replicas in redis mode', () => replicas.every((r) => r.state().shared?.mode === 'redis'));
+    const { peakRequests, numOk } = await burst(replicas, 100, () => 1, 0);
+    assert.equal(numOk, 100);
+    assert.ok(peakRequests <= 5, `${peakRequests} band-0 requests at once across both replicas, over its share of 5`);
+    assert.equal(peakRequests, 5, `band 0 never reached its share (peak ${peakRequests})`);
   } finally {
     await Promise.all(replicas.map((r) => r.close()));
     await redis.kill();

@@ -190,6 +190,25 @@ test('store down: the fallback serves ⌊4 / 2⌋ = 2, counts one fallback, and 
   await Promise.all(flows.map((f) => f.close()));
 });
 
+test('--flow-replicas 0: the fallback splits the caps over the replicas last seen live', async () => {
+  const { stores, flows } = pair({}, 0);
+  const [a] = flows as [SharedFlowController];
+  await settled(flows);
+  await sleep(10);
+  await ok(a.acquire(req(), new AbortController().signal)).then((t) => t.release());
+  assert.equal(a.state().shared?.replicasSeen, 2);
+  stores[0]!.down = true;
+  const held = [await ok(a.acquire(req(), new AbortController().signal)), await ok(a.acquire(req(), new AbortController().signal))];
+  const third = a.acquire(req(), new AbortController().signal);
+  await sleep(20);
+  assert.equal(a.state().shared?.mode, 'local-fallback');
+  assert.equal(a.state().shared?.waitingGlobal, 1, '⌊4 / 2 seen⌋ = 2 are in flight: the third waits');
+  stores[0]!.down = false;
+  held.push(await ok(third));
+  held.forEach((t) => t.release());
+  await Promise.all(flows.map((f) => f.close()));
+});
+
 test('random arrivals, releases, disconnects and outages on two replicas: the shared state matches the tickets out, and never passes the cap in shared mode', async () => {
   const reached = { capInSharedMode: 0, fallback: 0, abortWhileWaitingGlobal: 0 };
   await fc.assert(
