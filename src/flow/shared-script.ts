@@ -7,8 +7,11 @@
 //
 //   <prefix>:held     hash   replica id → "requests inputTokens totalTokens" it holds now
 //   <prefix>:leases   zset   replica id → lease expiry (ms, Redis's own clock: one clock for all)
-//   <prefix>:waiting  hash   replica id → "band since": the band of its first request the caps
-//                            turned away, and since when (ms) it has had one waiting
+//   <prefix>:waiting  hash   replica id → "band since seen": the band of its first request the caps
+//                            turned away, since when (ms) it has had one waiting, and when it last
+//                            said so (a waiting replica calls every poll; a note older than the
+//                            caller's `waitStaleMs` is ignored, so an unreachable replica whose
+//                            lease has not yet run out does not hold the others back)
 //
 // One call (`sync`) does, in order: drop every replica whose lease has expired (its slots come
 // back: a crashed replica frees what it held after one lease); sum what the others hold; grant the
@@ -75,17 +78,20 @@ for k = 1, #vals, 2 do
     r, i, o = r + tonumber(a), i + tonumber(b), o + tonumber(c)
   end
 end
+local n, stale, granted = tonumber(ARGV[6]), tonumber(ARGV[7]), 0
 local mySince, others = nil, {}
 local ws = redis.call('HGETALL', waiting)
 for k = 1, #ws, 2 do
-  local b, s = string.match(ws[k + 1], '^(%d+) (%d+)$')
-  if ws[k] == me then mySince = tonumber(s) else others[#others + 1] = {tonumber(b), tonumber(s)} end
+  local b, s, seen = string.match(ws[k + 1], '^(%d+) (%d+) (%d+)$')
+  if b == nil then
+    -- not a note this script wrote: ignored
+  elseif ws[k] == me then mySince = tonumber(s)
+  elseif tonumber(seen) >= now - stale then others[#others + 1] = {tonumber(b), tonumber(s)} end
 end
-local n, granted = tonumber(ARGV[6]), 0
 local mr, mi, mo = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local headBand = nil
 for k = 0, n - 1 do
-  local base = 7 + k * 7
+  local base = 8 + k * 7
   local band, blocked = tonumber(ARGV[base]), tonumber(ARGV[base + 1])
   local ci, co = tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3])
   local lr, li, lo = tonumber(ARGV[base + 4]), tonumber(ARGV[base + 5]), tonumber(ARGV[base + 6])
@@ -107,17 +113,17 @@ if headBand == nil then
   redis.call('HDEL', waiting, me)
 else
   -- A replica that was just granted something goes to the back: its new head waits from now.
-  redis.call('HSET', waiting, me, string.format('%d %d', headBand, (granted == 0 and mySince) or now))
+  redis.call('HSET', waiting, me, string.format('%d %d %d', headBand, (granted == 0 and mySince) or now, now))
 end
 redis.call('HSET', held, me, string.format('%d %d %d', mr, mi, mo))
 redis.call('ZADD', leases, now + leaseMs, me)
 return {granted, r, i, o, redis.call('ZCARD', leases)}
 `;
 
-/** Arguments of one call: replica id, lease, what it holds, then seven numbers per request (limits −1: none). */
-export function syncArgs(replicaId: string, leaseMs: number, held: FlowCounts, batch: readonly Reservation[]): (string | number)[] {
+/** Arguments of one call: replica id, lease, what it holds, batch size, how old a waiting note may be, then seven numbers per request (limits −1: none). */
+export function syncArgs(replicaId: string, leaseMs: number, waitStaleMs: number, held: FlowCounts, batch: readonly Reservation[]): (string | number)[] {
   const lim = (v: number): number => (v === Infinity ? -1 : v);
-  const args: (string | number)[] = [replicaId, leaseMs, held.requests, held.inputTokens, held.totalTokens, batch.length];
+  const args: (string | number)[] = [replicaId, leaseMs, held.requests, held.inputTokens, held.totalTokens, batch.length, waitStaleMs];
   for (const b of batch) args.push(b.band, b.blocked ? 1 : 0, b.inputTokens, b.totalTokens, lim(b.maxRequests), lim(b.maxInputTokens), lim(b.maxTotalTokens));
   return args;
 }

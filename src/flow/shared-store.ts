@@ -30,6 +30,8 @@ export interface RedisStoreOptions {
   readonly leaseMs: number;
   /** A call slower than this fails (and the controller falls back to its local share). */
   readonly timeoutMs: number;
+  /** Another replica's waiting note older than this is ignored (default 1000 ms; replicas with waiters refresh theirs every poll). */
+  readonly waitStaleMs?: number;
   /** Key prefix; replicas sharing caps share it. */
   readonly keyPrefix?: string;
   readonly replicaId?: string;
@@ -58,6 +60,7 @@ export class RedisStore implements SharedStore {
   readonly replicaId: string;
   readonly #redis: Redis;
   readonly #leaseMs: number;
+  readonly #waitStaleMs: number;
   readonly #keys: readonly [string, string, string];
 
   constructor(opts: RedisStoreOptions) {
@@ -65,6 +68,7 @@ export class RedisStore implements SharedStore {
     if (bad !== null) throw bad;
     this.replicaId = opts.replicaId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
     this.#leaseMs = opts.leaseMs;
+    this.#waitStaleMs = opts.waitStaleMs ?? 1000;
     const prefix = opts.keyPrefix ?? DEFAULT_PREFIX;
     this.#keys = [`${prefix}:held`, `${prefix}:leases`, `${prefix}:waiting`];
     // Loaded here, not at import: every CLI command imports the flow options, few use Redis.
@@ -83,7 +87,7 @@ export class RedisStore implements SharedStore {
 
   async sync(held: FlowCounts, batch: readonly Reservation[]): Promise<SyncResult> {
     const call = (this.#redis as unknown as { headroomFlowSync: SyncCommand }).headroomFlowSync;
-    const reply = await call.call(this.#redis, ...this.#keys, ...syncArgs(this.replicaId, this.#leaseMs, held, batch));
+    const reply = await call.call(this.#redis, ...this.#keys, ...syncArgs(this.replicaId, this.#leaseMs, this.#waitStaleMs, held, batch));
     return parseSyncReply(reply, batch.length);
   }
 

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
 import { test } from 'node:test';
 import type { FlowRequest, FlowTicket } from '../../src/flow/flow-control.ts';
 import type { FlowLimits } from '../../src/flow/flow-core.ts';
@@ -270,6 +271,31 @@ test('replicas with waiters take turns: under saturation two replicas get about 
     last.ticket.release();
   } finally {
     await Promise.all(replicas.map((r) => r.close()));
+    await redis.kill();
+  }
+});
+
+test('another replica\'s waiting note holds the others back while it is refreshed, and not once it is stale', { timeout: 60_000 }, async (t) => {
+  if (!haveRedis(t)) return;
+  const redis = await RedisServer.start();
+  const prefix = `{t-${randomUUID()}}`;
+  const client = new Redis(redis.url);
+  const flow = replica(redis.url, prefix, { maxRequests: 4 });
+  try {
+    await until('redis mode', () => flow.state().shared?.mode === 'redis');
+    // A ghost replica, lease far ahead, with a band-0 request waiting since 0 ms: older than anything.
+    await client.zadd(`${prefix}:leases`, 9e15, 'ghost');
+    await client.hset(`${prefix}:waiting`, 'ghost', '0 0 9000000000000000');
+    const held = flow.acquire(request(1), new AbortController().signal);
+    await sleep(100);
+    assert.equal(flow.state().shared?.waitingGlobal, 1, 'a fresh note of an older waiter goes first');
+    await client.hset(`${prefix}:waiting`, 'ghost', '0 0 0');
+    const r = await held;
+    assert.ok(r.ok, 'a stale note is ignored');
+    r.ticket.release();
+  } finally {
+    client.disconnect();
+    await flow.close();
     await redis.kill();
   }
 });
