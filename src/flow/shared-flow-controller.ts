@@ -85,7 +85,8 @@ export class SharedFlowController implements FlowControl {
   #again = false;
   #dirty = true;
   #shared: { mode: 'redis' | 'local-fallback'; sinceMs: number; lastError: string | null; replicasSeen: number; total: FlowCounts | null; numFallbacks: number };
-  #lastSyncMs = -Infinity;
+  /** The heartbeat asks for a call: the lease's renewal, or in fallback the probe. */
+  #beatDue = true;
   readonly #heartbeat: NodeJS.Timeout;
   #poll: NodeJS.Timeout | null = null;
   #closed = false;
@@ -187,12 +188,11 @@ export class SharedFlowController implements FlowControl {
     this.#again = false;
     const redis = this.#shared.mode === 'redis';
     const batch = redis ? this.#waiters.ordered(this.#opts.maxBatch) : [];
-    const beatDue = this.#now() - this.#lastSyncMs >= this.#opts.leaseMs / 3;
     // In fallback the store is only probed on the heartbeat; in redis mode every change syncs.
-    if (redis ? batch.length === 0 && !this.#dirty && !beatDue : !beatDue) return this.#armPoll();
+    if (redis ? batch.length === 0 && !this.#dirty && !this.#beatDue : !this.#beatDue) return this.#armPoll();
     this.#syncing = true;
     this.#dirty = false;
-    this.#lastSyncMs = this.#now();
+    this.#beatDue = false;
     const reservations = batch.map((e) => this.#reservation(e, 1));
     this.#store.sync(this.#held, reservations).then(
       (res) => {
@@ -308,7 +308,6 @@ export class SharedFlowController implements FlowControl {
     if (this.#poll !== null || this.#closed || this.#waiters.numWaiting === 0) return;
     this.#poll = setTimeout(() => {
       this.#poll = null;
-      this.#dirty ||= this.#shared.mode === 'local-fallback' && this.#now() - this.#lastSyncMs >= this.#opts.leaseMs / 3;
       this.#pump();
     }, this.#opts.pollMs);
     this.#poll.unref();
@@ -329,7 +328,7 @@ export class SharedFlowController implements FlowControl {
   }
 
   #beat(): void {
-    this.#dirty = true;
+    this.#beatDue = true;
     this.#pump();
   }
 

@@ -3,29 +3,39 @@
 // state, and Redis runs a script alone, so check and count are one atomic step across replicas:
 // two replicas bursting at once can never pass a cap, not even by one.
 //
-// State, three keys under one hash tag (one cluster slot):
+// State, four keys under one hash tag (one cluster slot):
 //
-//   <prefix>:held     hash   replica id → "requests inputTokens totalTokens" it holds now
-//   <prefix>:leases   zset   replica id → lease expiry (ms, Redis's own clock: one clock for all)
-//   <prefix>:waiting  hash   replica id → "band since seen": the band of its first request the caps
-//                            turned away, since when (ms) it has had one waiting, and when it last
-//                            said so (a waiting replica calls every poll; a note older than the
-//                            caller's `waitStaleMs` is ignored, so an unreachable replica whose
-//                            lease has not yet run out does not hold the others back)
+//   <prefix>:held     hash    replica id → "requests inputTokens totalTokens" it holds now
+//   <prefix>:leases   zset    replica id → lease expiry (ms, Redis's own clock: one clock for all)
+//   <prefix>:waiting  hash    replica id → "band since seen": the band of its first request the
+//                             caps turned away, since when (ms) it has had one waiting, and when it
+//                             last said so
+//   <prefix>:born     string  when this state was created (ms)
 //
-// One call (`sync`) does, in order: drop every replica whose lease has expired (its slots come
-// back: a crashed replica frees what it held after one lease); sum what the others hold; grant the
-// requests of the batch in order while each fits under its own limits and no other replica's
-// waiting head goes first (a higher band, or the same band waiting since earlier), stopping at the
-// first that may not go (no overtaking, across replicas too); note this replica's own waiting head
-// (from now, if it was just granted something: replicas with waiters take turns), or clear it; write this replica's holding ABSOLUTELY (what the caller says it holds plus what was
-// just granted) and renew its lease.
+// One call (`sync`) does, in order:
+//   1. drop every replica whose lease has expired (a crashed replica's slots come back one lease
+//      after its last call);
+//   2. sum what the other replicas hold;
+//   3. grant the requests of the batch in order while each fits under its band's limits and no
+//      other replica's fresh waiting note goes first (a higher band, or the same band waiting since
+//      earlier), stopping at the first that may not go: no overtaking, across replicas too;
+//   4. note this replica's waiting head — from now if it was just granted something, so replicas
+//      with waiters take turns — or clear it;
+//   5. write this replica's holding ABSOLUTELY (what the caller says it holds plus what was just
+//      granted) and renew its lease.
 //
-// Without the waiting rule a replica releasing a slot would take it back for its own waiters in the
-// same call, and a replica that only polls would starve: measured 128k grants against 6k for two
-// replicas under saturation (bench/flow/shared-latency.ts, concurrent arm). Absolute writes make a call idempotent: a call that
-// timed out on the client but ran in Redis leaves an over-count (safe) that the next call corrects,
-// and a replica whose lease lapsed is counted in full again by its next call.
+// Why each rule:
+//   - Absolute writes make a call idempotent: a call that timed out on the client but ran in Redis
+//     leaves an over-count (safe) that the next call corrects, and a replica whose lease lapsed,
+//     or that served from its local share while Redis was away, is counted in full by its next call.
+//   - Without the waiting rule the replica releasing a slot takes it back for its own waiters in
+//     the same call and a replica that only polls starves: 128k grants against 6k for two
+//     saturated replicas (bench/flow/shared-latency.ts). A note older than the caller's
+//     `waitStaleMs` is ignored (a waiting replica refreshes its note every poll), so a replica that
+//     no longer reaches Redis does not hold the others back until its lease runs out.
+//   - State created from nothing (the first start, or Redis restarted or flushed) grants nothing for
+//     the caller's `graceMs`: replicas already holding slots are not in it yet, and each writes its
+//     holding within a heartbeat; granting before that could pass a cap by what they hold.
 //
 // Invariant: after every call, Σ held over live replicas ≤ each cap, as long as every replica only
 // holds what a call granted it (the local fallback breaks this on purpose; docs/flow-control.md).
@@ -61,10 +71,15 @@ export interface SyncResult {
 }
 
 export const SYNC_SCRIPT = `
-local held, leases, waiting = KEYS[1], KEYS[2], KEYS[3]
+local held, leases, waiting, bornKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local me, leaseMs = ARGV[1], tonumber(ARGV[2])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local born = tonumber(redis.call('GET', bornKey))
+if born == nil then
+  born = now
+  redis.call('SET', bornKey, now)
+end
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', leases, '-inf', now)) do
   redis.call('HDEL', held, id)
   redis.call('HDEL', waiting, id)
@@ -78,7 +93,8 @@ for k = 1, #vals, 2 do
     r, i, o = r + tonumber(a), i + tonumber(b), o + tonumber(c)
   end
 end
-local n, stale, granted = tonumber(ARGV[6]), tonumber(ARGV[7]), 0
+local n, stale, grace, granted = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), 0
+local settled = now >= born + grace
 local mySince, others = nil, {}
 local ws = redis.call('HGETALL', waiting)
 for k = 1, #ws, 2 do
@@ -91,7 +107,7 @@ end
 local mr, mi, mo = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local headBand = nil
 for k = 0, n - 1 do
-  local base = 8 + k * 7
+  local base = 9 + k * 7
   local band, blocked = tonumber(ARGV[base]), tonumber(ARGV[base + 1])
   local ci, co = tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3])
   local lr, li, lo = tonumber(ARGV[base + 4]), tonumber(ARGV[base + 5]), tonumber(ARGV[base + 6])
@@ -101,7 +117,7 @@ for k = 0, n - 1 do
   for _, h in ipairs(others) do
     if h[1] > band or (h[1] == band and h[2] < since) then yield = true end
   end
-  if yield or (lr >= 0 and r + 1 > lr) or (li >= 0 and i + ci > li) or (lo >= 0 and o + co > lo) then
+  if yield or not settled or (lr >= 0 and r + 1 > lr) or (li >= 0 and i + ci > li) or (lo >= 0 and o + co > lo) then
     headBand = band
     break
   end
@@ -120,10 +136,19 @@ redis.call('ZADD', leases, now + leaseMs, me)
 return {granted, r, i, o, redis.call('ZCARD', leases)}
 `;
 
-/** Arguments of one call: replica id, lease, what it holds, batch size, how old a waiting note may be, then seven numbers per request (limits −1: none). */
-export function syncArgs(replicaId: string, leaseMs: number, waitStaleMs: number, held: FlowCounts, batch: readonly Reservation[]): (string | number)[] {
+/** How the script treats time, from the caller's settings (ms). */
+export interface SyncTiming {
+  readonly leaseMs: number;
+  /** Another replica's waiting note older than this is ignored. */
+  readonly waitStaleMs: number;
+  /** State created from nothing grants nothing for this long. */
+  readonly graceMs: number;
+}
+
+/** Arguments of one call: replica id, lease, what it holds, batch size, stale and grace times, then seven numbers per request (limits −1: none). */
+export function syncArgs(replicaId: string, timing: SyncTiming, held: FlowCounts, batch: readonly Reservation[]): (string | number)[] {
   const lim = (v: number): number => (v === Infinity ? -1 : v);
-  const args: (string | number)[] = [replicaId, leaseMs, held.requests, held.inputTokens, held.totalTokens, batch.length, waitStaleMs];
+  const args: (string | number)[] = [replicaId, timing.leaseMs, held.requests, held.inputTokens, held.totalTokens, batch.length, timing.waitStaleMs, timing.graceMs];
   for (const b of batch) args.push(b.band, b.blocked ? 1 : 0, b.inputTokens, b.totalTokens, lim(b.maxRequests), lim(b.maxInputTokens), lim(b.maxTotalTokens));
   return args;
 }

@@ -12,7 +12,7 @@ import { createRequire } from 'node:module';
 import { hostname } from 'node:os';
 import type { Redis, RedisOptions } from 'ioredis';
 import { redactUrlPassword } from '../util/redact-url.ts';
-import type { FlowCounts, Reservation, SyncResult } from './shared-script.ts';
+import type { FlowCounts, Reservation, SyncResult, SyncTiming } from './shared-script.ts';
 import { SYNC_SCRIPT, parseSyncReply, syncArgs } from './shared-script.ts';
 
 export interface SharedStore {
@@ -32,6 +32,8 @@ export interface RedisStoreOptions {
   readonly timeoutMs: number;
   /** Another replica's waiting note older than this is ignored (default 1000 ms; replicas with waiters refresh theirs every poll). */
   readonly waitStaleMs?: number;
+  /** State created from nothing grants nothing for this long (default lease / 3 + timeout + 500 ms). */
+  readonly graceMs?: number;
   /** Key prefix; replicas sharing caps share it. */
   readonly keyPrefix?: string;
   readonly replicaId?: string;
@@ -54,23 +56,23 @@ export function checkRedisUrl(raw: string): Error | null {
   return null;
 }
 
-type SyncCommand = (held: string, leases: string, waiting: string, ...args: (string | number)[]) => Promise<unknown>;
+type SyncCommand = (held: string, leases: string, waiting: string, born: string, ...args: (string | number)[]) => Promise<unknown>;
 
 export class RedisStore implements SharedStore {
   readonly replicaId: string;
   readonly #redis: Redis;
-  readonly #leaseMs: number;
-  readonly #waitStaleMs: number;
-  readonly #keys: readonly [string, string, string];
+  readonly #timing: SyncTiming;
+  readonly #keys: readonly [string, string, string, string];
 
   constructor(opts: RedisStoreOptions) {
     const bad = checkRedisUrl(opts.url);
     if (bad !== null) throw bad;
     this.replicaId = opts.replicaId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
-    this.#leaseMs = opts.leaseMs;
-    this.#waitStaleMs = opts.waitStaleMs ?? 1000;
+    // Grace: a heartbeat (lease / 3) for every live replica to write its holding, plus a margin for
+    // a reconnect (ioredis retries within 500 ms) and a slow call.
+    this.#timing = { leaseMs: opts.leaseMs, waitStaleMs: opts.waitStaleMs ?? 1000, graceMs: opts.graceMs ?? Math.ceil(opts.leaseMs / 3) + opts.timeoutMs + 500 };
     const prefix = opts.keyPrefix ?? DEFAULT_PREFIX;
-    this.#keys = [`${prefix}:held`, `${prefix}:leases`, `${prefix}:waiting`];
+    this.#keys = [`${prefix}:held`, `${prefix}:leases`, `${prefix}:waiting`, `${prefix}:born`];
     // Loaded here, not at import: every CLI command imports the flow options, few use Redis.
     const { Redis: RedisClient } = createRequire(import.meta.url)('ioredis') as { Redis: new (url: string, options: RedisOptions) => Redis };
     this.#redis = new RedisClient(opts.url, {
@@ -82,12 +84,12 @@ export class RedisStore implements SharedStore {
       lazyConnect: false,
     });
     this.#redis.on('error', () => undefined);
-    this.#redis.defineCommand('headroomFlowSync', { numberOfKeys: 3, lua: SYNC_SCRIPT });
+    this.#redis.defineCommand('headroomFlowSync', { numberOfKeys: 4, lua: SYNC_SCRIPT });
   }
 
   async sync(held: FlowCounts, batch: readonly Reservation[]): Promise<SyncResult> {
     const call = (this.#redis as unknown as { headroomFlowSync: SyncCommand }).headroomFlowSync;
-    const reply = await call.call(this.#redis, ...this.#keys, ...syncArgs(this.replicaId, this.#leaseMs, this.#waitStaleMs, held, batch));
+    const reply = await call.call(this.#redis, ...this.#keys, ...syncArgs(this.replicaId, this.#timing, held, batch));
     return parseSyncReply(reply, batch.length);
   }
 

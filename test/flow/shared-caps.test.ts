@@ -299,3 +299,39 @@ test('another replica\'s waiting note holds the others back while it is refreshe
     await redis.kill();
   }
 });
+
+test('Redis loses its state (FLUSHALL) while a replica holds slots: nothing is granted until that replica is counted again', { timeout: 60_000 }, async (t) => {
+  if (!haveRedis(t)) return;
+  const redis = await RedisServer.start();
+  const prefix = `{t-${randomUUID()}}`;
+  const client = new Redis(redis.url);
+  const leaseMs = 900;
+  const [a, b] = [replica(redis.url, prefix, { maxRequests: 4 }, leaseMs), replica(redis.url, prefix, { maxRequests: 4 }, leaseMs)];
+  const tickets: FlowTicket[] = [];
+  try {
+    await until('both replicas in redis mode', () => [a, b].every((r) => r.state().shared?.mode === 'redis'));
+    for (let i = 0; i < 3; i++) {
+      const r = await a.acquire(request(1), new AbortController().signal);
+      assert.ok(r.ok);
+      tickets.push(r.ticket);
+    }
+    await client.flushall();
+    // b asks at once: the state b finds holds nothing of a's 3 until a's next heartbeat.
+    const asks = [b.acquire(request(1), new AbortController().signal), b.acquire(request(1), new AbortController().signal)];
+    await sleep(2500);
+    assert.equal(b.state().shared?.held.requests, 1, 'one of b\'s two started: a\'s 3 were counted first');
+    assert.equal(b.state().shared?.waitingGlobal, 1);
+    assert.equal(b.state().shared?.total?.requests, 4);
+    tickets.shift()!.release();
+    for (const p of asks) {
+      const r = await p;
+      assert.ok(r.ok);
+      tickets.push(r.ticket);
+    }
+  } finally {
+    for (const tk of tickets) tk.release();
+    client.disconnect();
+    await Promise.all([a.close(), b.close()]);
+    await redis.kill();
+  }
+});
