@@ -84,7 +84,7 @@ case $PHASE in
         rate=${rates[$(( (k + round) % n ))]}
         dir=$out/collect/round-$round/rate-$rate
         rm -f "$dir/trace.jsonl"
-        SEED=$((SEED + 1000 * round)) one_run "$dir" "$rate" gateway --admission off --trace-out "$PWD/$dir/trace.jsonl"
+        SEED=$((SEED + 1000 * round)) one_run "$dir" "$rate" gateway --admission off --trace-out "$dir/trace.jsonl"
         echo "collect: round $round rate $rate: $(wc -l <"$dir/trace.jsonl" 2>/dev/null || echo 0) trace rows"
       done
     done
@@ -104,7 +104,7 @@ case $PHASE in
           llama-peak) SEED=$seed one_run "$dir" "$PEAK_RATE" llama-server ;;
           llama-over) SEED=$seed one_run "$dir" "$OVER_RATE" llama-server ;;
           gateway) SEED=$seed one_run "$dir" "$OVER_RATE" gateway --admission conformal --admission-artifact "$artifacts/e2e-gbdt.json" \
-            --admission-calibration-traces "$artifacts/collect" --trace-out "$PWD/$dir/trace.jsonl" ${GATEWAY_FLAGS:-} ;;
+            --admission-calibration-traces "$artifacts/collect" --trace-out "$dir/trace.jsonl" ${GATEWAY_FLAGS:-} ;;
         esac
         echo "showcase: seed $seed $arm done"
       done
