@@ -95,7 +95,7 @@ export function startSampler(pointId: string, t0: number, intervalMs: number, ga
   return {
     stop: async () => {
       stopped = true;
-      (wake as (() => void) | null)?.();
+      wake?.();
       await loop;
       return rows;
     },
