@@ -50,6 +50,8 @@ export interface PointPlan {
   readonly seed: number;
   /** The gateway's flow-control flags for this point, exactly as passed. */
   readonly gatewayFlags: readonly string[];
+  /** Why the cap differs from what its level asks for (a token cap floored at the largest request), or ''. */
+  readonly note: string;
 }
 
 export const SUMMARY_COLUMNS = [

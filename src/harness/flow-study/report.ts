@@ -38,7 +38,7 @@ export async function buildReport(dir: string): Promise<string> {
   out.push('');
   out.push('```sh', String(analysis['command']), '```');
   out.push('');
-  out.push(`Started ${String(analysis['started_at'])}, finished ${String(analysis['finished_at'])}. ${str((analysis['topology'] as Record<string, unknown> | undefined)?.['gateway'])}.`);
+  out.push(`Started ${String(analysis['started_at'])}, finished ${String(analysis['finished_at'])}. Gateway: ${str((analysis['topology'] as Record<string, unknown> | undefined)?.['gateway'])}.`);
 
   const point = (r: Row): string[] => [r['config'] ?? '', r['repeat'] ?? '', r['label'] ?? '', r['loop'] === 'open' ? `${fmt(r['rate_rps'], 2)}/s` : `C=${r['concurrency'] ?? ''}`,
     fmt(r['steady_rps'], 2), fmt(r['p50_ttft_ms']), fmt(r['p95_ttft_ms']), fmt(r['p99_ttft_ms']), pctOf(r['rate_429']), r['gates_passed'] === 'true' ? 'pass' : 'FAIL'];

@@ -177,6 +177,6 @@ function evidenceOf(plan: PointPlan, env: PointEnv, o: Observed): EvidenceRow {
     slip_p99_ms: slipP99, num_rows: o.records.length, num_errors: numErrors,
     ...gates,
     gates_passed: Object.values(gates).every(Boolean),
-    note: `flow decisions: ${[...decisions].map(([k, v]) => `${k}=${v}`).join(' ')}`,
+    note: `${plan.note === '' ? '' : `${plan.note}; `}flow decisions: ${[...decisions].map(([k, v]) => `${k}=${v}`).join(' ')}`,
   };
 }

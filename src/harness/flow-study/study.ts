@@ -23,14 +23,15 @@ import { REQUEST_COLUMNS, TRAFFIC_COLUMNS, EVIDENCE_COLUMNS, requestRows, traffi
 import type { EvidenceRow, RequestColumn, TrafficColumn } from './evidence.ts';
 import type { CapKind, PointPlan, PointSummary, StudyPhase } from './points.ts';
 import { CAP_FLAG, SUMMARY_COLUMNS, configKey, labelOf, summarizePoint, summaryRow } from './points.ts';
-import { chooseRequestCap } from './analysis.ts';
+import type { MatchedMedian } from './analysis.ts';
+import { chooseRequestCap, mixedDecision } from './analysis.ts';
 import type { PointEnv } from './run-point.ts';
 import { runPoint, workloadFor } from './run-point.ts';
 import { SYSTEM_COLUMNS } from './sampler.ts';
 import type { SystemRow } from './sampler.ts';
 import { SERVE_READY, getJson, prefixCacheOffInStats, startHeadroom } from './topology.ts';
 import type { Proc } from './topology.ts';
-import { ADMISSION_COLUMNS, admissionRow, writeAnalysis } from './write-analysis.ts';
+import { ADMISSION_COLUMNS, admissionRow, analysisMedians, writeAnalysis } from './write-analysis.ts';
 import { writeReport } from './report.ts';
 
 export interface StudyConfig {
@@ -103,7 +104,7 @@ export async function runStudy(c: StudyConfig): Promise<StudyState> {
       return {
         id: `${phase}/${config}/r${repeat}`, phase, config, capKind, level, capValue, repeat,
         loop: 'closed', workload: phase === 'request-sweep' ? 'uniform' : 'mixed', concurrency: phase === 'request-sweep' ? c.concurrency : c.mixedConcurrency,
-        ratePerS: 0, seed: c.seed + repeat, gatewayFlags: flags ?? [CAP_FLAG[capKind], String(capValue)], ...extra,
+        ratePerS: 0, seed: c.seed + repeat, gatewayFlags: flags ?? [CAP_FLAG[capKind], String(capValue)], note: '', ...extra,
       };
     };
 
@@ -134,13 +135,15 @@ export async function runStudy(c: StudyConfig): Promise<StudyState> {
       const mean = gwTicks.reduce((s, t) => s + (t.flow_inflight_input_tokens as number), 0) / gwTicks.length;
       state.capacity = { inputTokens: Math.round(mean), fromPoint: r1.plan.id, largestRequestTokens: largest };
       c.log(`measured capacity: ${state.capacity.inputTokens} input tokens in flight (gateway estimate) at request cap ${requestCap}`);
+      const floored = (want: number, floor: number): { v: number; note: string } =>
+        want >= floor ? { v: want, note: '' } : { v: floor, note: `cap floored at the largest request (${floor}) from ${want}` };
       const inputPlan = (level: number, r: number): PointPlan => {
-        const v = Math.max(Math.round(level * state.capacity!.inputTokens), largest);
-        return plan('mixed', 'input', `${level.toFixed(1)}x`, v, r);
+        const { v, note } = floored(Math.round(level * state.capacity!.inputTokens), largest);
+        return plan('mixed', 'input', `${level.toFixed(1)}x`, v, r, { note });
       };
       for (const level of c.tokenLevels) await run(inputPlan(level, 1));
-      const totalCap = Math.max(state.capacity.inputTokens, largest + c.env.outputTokens);
-      await run(plan('mixed', 'total', '1.0x', totalCap, 1));
+      const total = floored(state.capacity.inputTokens, largest + c.env.outputTokens);
+      await run(plan('mixed', 'total', '1.0x', total.v, 1, { note: total.note }));
       state.selected.add(configKey('mixed', `request-${requestCap}`));
       state.selected.add(configKey('mixed', 'input-1.0x'));
       for (let r = 2; r <= c.repeats; r++) {
@@ -156,12 +159,21 @@ export async function runStudy(c: StudyConfig): Promise<StudyState> {
         const xs = state.summaries.filter((s) => configKey(s.plan.phase, s.plan.config) === key).map((s) => s.steadyRps).sort((a, b) => a - b);
         return xs[Math.floor((xs.length - 1) / 2)] ?? NaN;
       };
-      const targets: Array<{ workload: 'uniform' | 'mixed'; base: string; capKind: CapKind; capValue: number; level: string; flags: string[] }> = [];
-      const reqRps = medianRps(configKey('request-sweep', `request-${requestCap}`));
-      targets.push({ workload: 'uniform', base: `request-${requestCap}`, capKind: 'request', capValue: requestCap, level: String(requestCap), flags: [CAP_FLAG.request, String(requestCap)] });
+      const targets: Array<{ workload: 'uniform' | 'mixed'; base: string; capKind: CapKind; capValue: number; level: string; flags: string[]; rps: number }> = [];
+      const sweepKey = configKey('request-sweep', `request-${requestCap}`);
+      if (state.summaries.some((s) => configKey(s.plan.phase, s.plan.config) === sweepKey)) {
+        targets.push({ workload: 'uniform', base: `request-${requestCap}`, capKind: 'request', capValue: requestCap, level: String(requestCap), flags: [CAP_FLAG.request, String(requestCap)], rps: medianRps(sweepKey) });
+      }
+      const mixedDone = mixedDecision(analysisMedians(summaryRows(state)), c.toleranceShare);
+      if (mixedDone !== null) {
+        const m = mixedDone[mixedDone['selected_kind'] === 'input' ? 'input' : 'request'] as MatchedMedian;
+        const p = state.summaries.find((s) => s.plan.phase === 'mixed' && s.plan.config === m.config)!.plan;
+        targets.push({ workload: 'mixed', base: `mixed-${m.config}`, capKind: p.capKind, capValue: p.capValue, level: p.level, flags: [...p.gatewayFlags], rps: medianRps(configKey('mixed', m.config)) });
+      }
       for (const t of targets) {
         for (const share of c.openRateShares) {
-          const rate = (Number.isFinite(reqRps) && reqRps > 0 ? reqRps : 1) * share;
+          if (!(t.rps > 0)) continue;
+          const rate = t.rps * share;
           const config = `${t.base}-gamma-${share.toFixed(2)}x`;
           await run(plan('open-noisy', t.capKind, t.level, t.capValue, 1, { config, loop: 'open', workload: t.workload, concurrency: 0, ratePerS: rate }, t.flags));
           state.selected.add(configKey('open-noisy', config));
@@ -207,11 +219,17 @@ export const FILES = {
   report: 'report.md',
 } as const;
 
+/** summary.csv's rows: each point's numbers, its label as of now, and whether it passed its gates. */
+export function summaryRows(state: StudyState): Array<ReturnType<typeof summaryRow>> {
+  const gates = new Map(state.evidence.map((e) => [e.point_id, e.gates_passed === true]));
+  return state.summaries.map((s) => summaryRow(s, labelOf(s.plan, state.selected), gates.get(s.plan.id) ?? false));
+}
+
 export async function writeFiles(c: Pick<StudyConfig, 'outDir'>, state: StudyState): Promise<void> {
   const gates = new Map(state.evidence.map((e) => [e.point_id, e.gates_passed === true]));
   const label = (p: PointPlan): ReturnType<typeof labelOf> => labelOf(p, state.selected);
   const f = (name: string): string => path.join(c.outDir, name);
-  await writeCsv(f(FILES.summary), { columns: SUMMARY_COLUMNS, rows: state.summaries.map((s) => summaryRow(s, label(s.plan), gates.get(s.plan.id) ?? false)) });
+  await writeCsv(f(FILES.summary), { columns: SUMMARY_COLUMNS, rows: summaryRows(state) });
   await writeCsv(f(FILES.admission), {
     columns: ADMISSION_COLUMNS,
     rows: state.summaries.filter((s) => s.plan.phase === 'mixed').map((s) => admissionRow(s, label(s.plan), gates.get(s.plan.id) ?? false, state.capacity)),

@@ -7,8 +7,9 @@ import { machineProbe, sourceInfo } from '../provenance.ts';
 import type { MatchedMedian, SummaryFacts } from './analysis.ts';
 import { MEDIAN_METRICS, matchedMedians, mixedDecision, requestDecision } from './analysis.ts';
 import type { PointLabel, PointSummary } from './points.ts';
-import { CAP_UNIT, labelOf, summaryRow } from './points.ts';
+import { CAP_UNIT } from './points.ts';
 import type { StudyConfig, StudyState } from './study.ts';
+import { summaryRows } from './study.ts';
 
 export const ADMISSION_COLUMNS = [
   'point_id', 'config', 'cap_kind', 'level', 'cap_value', 'cap_unit', 'capacity_input_tokens', 'repeat', 'label',
@@ -46,9 +47,7 @@ export function analysisMedians(rows: ReadonlyArray<Readonly<Record<string, unkn
 }
 
 export async function writeAnalysis(c: StudyConfig, state: StudyState): Promise<Record<string, unknown>> {
-  const gates = new Map(state.evidence.map((e) => [e.point_id, e.gates_passed === true]));
-  const rows = state.summaries.map((s) => summaryRow(s, labelOf(s.plan, state.selected), gates.get(s.plan.id) ?? false));
-  const medians = analysisMedians(rows);
+  const medians = analysisMedians(summaryRows(state));
   const tryDecide = <T>(f: () => T): T | { error: string } => {
     try {
       return f();
