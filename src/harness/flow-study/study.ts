@@ -24,7 +24,7 @@ import type { EvidenceRow, RequestColumn, TrafficColumn } from './evidence.ts';
 import type { CapKind, PointPlan, PointSummary, StudyPhase } from './points.ts';
 import { CAP_FLAG, SUMMARY_COLUMNS, configKey, labelOf, summarizePoint, summaryRow } from './points.ts';
 import type { MatchedMedian } from './analysis.ts';
-import { chooseRequestCap, mixedDecision } from './analysis.ts';
+import { chooseRequestCap, medianOf, mixedDecision } from './analysis.ts';
 import type { PointEnv } from './run-point.ts';
 import { runPoint, workloadFor } from './run-point.ts';
 import { SYSTEM_COLUMNS } from './sampler.ts';
@@ -155,10 +155,7 @@ export async function runStudy(c: StudyConfig): Promise<StudyState> {
 
     // 3. Open-loop noisy traffic at the selected caps.
     if (c.phases.includes('open-noisy')) {
-      const medianRps = (key: string): number => {
-        const xs = state.summaries.filter((s) => configKey(s.plan.phase, s.plan.config) === key).map((s) => s.steadyRps).sort((a, b) => a - b);
-        return xs[Math.floor((xs.length - 1) / 2)] ?? NaN;
-      };
+      const medianRps = (key: string): number => medianOf(state.summaries.filter((s) => configKey(s.plan.phase, s.plan.config) === key).map((s) => s.steadyRps));
       const targets: Array<{ workload: 'uniform' | 'mixed'; base: string; capKind: CapKind; capValue: number; level: string; flags: string[]; rps: number }> = [];
       const sweepKey = configKey('request-sweep', `request-${requestCap}`);
       if (state.summaries.some((s) => configKey(s.plan.phase, s.plan.config) === sweepKey)) {
