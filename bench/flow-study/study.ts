@@ -10,6 +10,7 @@
 import { parseArgs } from 'node:util';
 import type { StudyPhase } from '../../src/harness/flow-study/points.ts';
 import { runStudy } from '../../src/harness/flow-study/study.ts';
+import { killAll } from '../../src/harness/flow-study/topology.ts';
 
 const { values } = parseArgs({
   options: {
@@ -64,6 +65,15 @@ need(caps.length > 0 && caps.every((c) => Number.isInteger(c) && c > 0), '--requ
 const mix = list('mix');
 need(mix.length === 3, '--mix s:m:l', values.mix);
 need(num('duration-s') > num('warmup-s') + num('cooldown-s'), 'warmup + cooldown < duration', values['duration-s']);
+
+// Interrupted: stop the replicas and the gateway too (the study's own `finally` does not run).
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(sig, () => {
+    killAll();
+    process.stderr.write(`flow-study: ${sig}; stopped the replicas and the gateway; the files hold the points finished so far\n`);
+    process.exit(130);
+  });
+}
 
 const t0 = Date.now();
 const state = await runStudy({

@@ -5,8 +5,8 @@
 // point with that point's cap, so no flow-control state (drain rate, queue) carries over.
 //
 // Invariants: every process started here is stopped by `stop()` (SIGTERM, then SIGKILL after a
-// grace period), also when a point fails; a process that exits before its ready line rejects its
-// start with the last lines it printed.
+// grace period), also when a point fails, and killAll() reaches them from a signal handler; a
+// process that exits before its ready line rejects its start with the last lines it printed.
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
@@ -17,6 +17,14 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../.
 const BIN = path.join(ROOT, 'bin/headroom.mjs');
 const TAIL_CHARS = 4000;
 const KILL_AFTER_MS = 15_000;
+
+/** Every process started here and not yet stopped, so an interrupted study can stop them all. */
+const LIVE = new Set<ChildProcess>();
+
+/** SIGTERM to every live process started here (for a signal handler: the study's `finally` will not run). */
+export function killAll(): void {
+  for (const child of LIVE) child.kill('SIGTERM');
+}
 
 export interface Proc {
   readonly url: string;
@@ -31,7 +39,13 @@ export interface Proc {
 export async function startHeadroom(args: readonly string[], readyRe: RegExp, timeoutMs = 120_000): Promise<Proc> {
   const child: ChildProcess = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  LIVE.add(child);
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => {
+      LIVE.delete(child);
+      resolve(code);
+    }),
+  );
   const url = await new Promise<string>((resolve, reject) => {
     let found = false;
     const timer = setTimeout(() => {
