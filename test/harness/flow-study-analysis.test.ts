@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { formatCsv, parseCsv } from '../../src/harness/flow-study/csv.ts';
 import type { SummaryFacts } from '../../src/harness/flow-study/analysis.ts';
-import { MEDIAN_METRICS, chooseRequestCap, matchedMedians, mixedDecision } from '../../src/harness/flow-study/analysis.ts';
+import { MEDIAN_METRICS, chooseRequestCap, matchedMedians, mixedDecision, requestDecision } from '../../src/harness/flow-study/analysis.ts';
 import type { RequestRecord } from '../../src/harness/record.ts';
 import { trafficSamples } from '../../src/harness/flow-study/evidence.ts';
 
@@ -60,7 +60,7 @@ test('mixed decision: input-token admission advances only with no less RPS and n
   const d = mixedDecision(matchedMedians(rows), 0.05)!;
   assert.equal(d['selected_kind'], 'input');
   assert.equal(d['total_estimate_advances'], false);
-  assert.match(String(d['why']), /long 2189 ms/);
+  assert.match(String(d['why']), /steady RPS \+13.8%, short p95 TTFT -1798 ms, medium n\/a, long \+2189 ms/);
   const worse = mixedDecision(matchedMedians([rows[0]!, facts('input-1.0x', 1, 21.4, 0, { p95_ttft_short_ms: 9000 })]), 0.05)!;
   assert.equal(worse['selected_kind'], 'request');
   assert.equal(mixedDecision(matchedMedians([rows[0]!]), 0.05), null, 'no input-token point: no decision');
@@ -75,4 +75,16 @@ test('traffic samples: counts from the rows at every tick, the last tick holding
     [1, 3, 2, 1, 1],
     [1.5, 3, 3, 0, 1],
   ]);
+});
+
+test('request decision on matched medians: the rule applied to the medians, the deltas to the boundary stated', () => {
+  const sweep = (cap: number, repeat: number, rps: number, p95: number, p99: number): SummaryFacts => ({
+    ...facts(`request-${cap}`, repeat, rps, p95, { p99_ttft_ms: p99, rate_429: 0.02 }), phase: 'request-sweep', cap_value: cap,
+  });
+  const rows = [sweep(64, 1, 40, 1500, 1900), sweep(128, 1, 49, 2000, 2500), sweep(128, 2, 50, 2076, 2548), sweep(128, 3, 51, 2100, 2600),
+    sweep(160, 1, 51, 2400, 3000), sweep(160, 2, 51.1, 2439, 3091), sweep(160, 3, 52, 2500, 3100)];
+  const d = requestDecision(matchedMedians(rows), 0.05);
+  assert.equal(d['selected_cap'], 128);
+  assert.equal(d['comparison_cap'], 160);
+  assert.equal(d['why'], 'cap 160 against cap 128 (matched medians): steady RPS +2.2%, p95 TTFT +363 ms, p99 TTFT +543 ms, 429 rate +0.0 pp');
 });

@@ -100,8 +100,20 @@ export function chooseRequestCap(points: ReadonlyArray<{ cap: number; rps: numbe
   };
 }
 
-const pct = (a: number | null, b: number | null): string => (a === null || b === null ? 'n/a' : `${(((a - b) / b) * 100).toFixed(1)}%`);
-const ms = (a: number | null, b: number | null): string => (a === null || b === null ? 'n/a' : `${Math.round(a - b)} ms`);
+/** Signed relative difference of a from b, e.g. '+3.0%'. */
+const pct = (a: number | null, b: number | null): string => {
+  if (a === null || b === null) return 'n/a';
+  const d = ((a - b) / b) * 100;
+  return `${d >= 0 ? '+' : ''}${d.toFixed(1)}%`;
+};
+/** Signed difference of two shares in percentage points. */
+const pp = (a: number | null, b: number | null): string => (a === null || b === null ? 'n/a' : `${a - b >= 0 ? '+' : ''}${((a - b) * 100).toFixed(1)} pp`);
+/** Signed difference a − b in ms, e.g. '+363 ms'. */
+const ms = (a: number | null, b: number | null): string => {
+  if (a === null || b === null) return 'n/a';
+  const d = Math.round(a - b);
+  return `${d >= 0 ? '+' : ''}${d} ms`;
+};
 
 /** The request-count decision on matched medians of the selected cap and its comparison. */
 export function requestDecision(medians: readonly MatchedMedian[], toleranceShare: number): Record<string, unknown> {
@@ -112,8 +124,8 @@ export function requestDecision(medians: readonly MatchedMedian[], toleranceShar
   const why =
     cmp === null
       ? `cap ${choice.selected} is the largest swept and within tolerance of the best`
-      : `cap ${cmp.cap_value} served ${pct(cmp.medians.steady_rps, sel.medians.steady_rps)} more steady traffic than cap ${sel.cap_value}, ` +
-        `with median p95 TTFT ${ms(cmp.medians.p95_ttft_ms, sel.medians.p95_ttft_ms)} and p99 TTFT ${ms(cmp.medians.p99_ttft_ms, sel.medians.p99_ttft_ms)} higher`;
+      : `cap ${cmp.cap_value} against cap ${sel.cap_value} (matched medians): steady RPS ${pct(cmp.medians.steady_rps, sel.medians.steady_rps)}, ` +
+        `p95 TTFT ${ms(cmp.medians.p95_ttft_ms, sel.medians.p95_ttft_ms)}, p99 TTFT ${ms(cmp.medians.p99_ttft_ms, sel.medians.p99_ttft_ms)}, 429 rate ${pp(cmp.medians.rate_429, sel.medians.rate_429)}`;
   return { selected_cap: choice.selected, comparison_cap: choice.comparison, best_rps: choice.bestRps, rule: choice.rule, why, selected: sel, comparison: cmp };
 }
 
@@ -137,9 +149,9 @@ export function mixedDecision(medians: readonly MatchedMedian[], toleranceShare:
       'input-token cap (1.0x measured capacity) advances if its matched-median steady RPS >= the request cap\'s and its short-request p95 TTFT <= the request cap\'s; ' +
       `the input-plus-output estimate advances if its steady RPS >= ${(1 - toleranceShare).toFixed(2)} x the request cap's`,
     why:
-      `input-token cap vs request cap: steady RPS ${pct(inp.medians.steady_rps, req.medians.steady_rps)}, short p95 TTFT ${ms(inp.medians.p95_ttft_short_ms, req.medians.p95_ttft_short_ms)}, ` +
+      `input-token cap (1.0x) against request cap (matched medians): steady RPS ${pct(inp.medians.steady_rps, req.medians.steady_rps)}, short p95 TTFT ${ms(inp.medians.p95_ttft_short_ms, req.medians.p95_ttft_short_ms)}, ` +
       `medium ${ms(inp.medians.p95_ttft_medium_ms, req.medians.p95_ttft_medium_ms)}, long ${ms(inp.medians.p95_ttft_long_ms, req.medians.p95_ttft_long_ms)}` +
-      (total === null ? '' : `; input-plus-output estimate vs request cap: steady RPS ${pct(total.medians.steady_rps, req.medians.steady_rps)}`),
+      (total === null ? '' : `; input-plus-output estimate (one run) against request cap: steady RPS ${pct(total.medians.steady_rps, req.medians.steady_rps)}`),
     request: req,
     input: inp,
     total,

@@ -34,7 +34,7 @@ const EMPTY: Omit<SystemRow, 'point_id' | 't_s' | 'source' | 'scrape_ok'> = {
 
 /** One tick: a gateway row and one row per replica (named replica-<i>, in --upstream order). */
 export async function sampleOnce(pointId: string, tS: number, gatewayUrl: string, replicaUrls: readonly string[]): Promise<SystemRow[]> {
-  const [gw, ...reps] = await Promise.all([getJson(gatewayUrl, '/stats', 2000), ...replicaUrls.map((u) => getText(u, '/metrics', 2000))]);
+  const [gw, ...reps] = await Promise.all([getJson(gatewayUrl, '/stats', 2000, 1), ...replicaUrls.map((u) => getText(u, '/metrics', 2000, 1))]);
   const g = gw as GatewayStats | null;
   const rows: SystemRow[] = [
     {

@@ -89,8 +89,20 @@ export async function startHeadroom(args: readonly string[], readyRe: RegExp, ti
 export const SERVE_READY = /serving .* on (http:\/\/[\d.:]+); ready/;
 export const GATEWAY_READY = /gateway for .* on (http:\/\/[\d.:]+); ready/;
 
-/** GET a JSON document; null when the server does not answer 200. */
-export async function getJson(url: string, route: string, timeoutMs = 5000): Promise<unknown> {
+/**
+ * GET a JSON document; null when the server does not answer 200 within `attempts` tries (a
+ * keep-alive socket the server closed just as it was reused fails once; the next try succeeds).
+ */
+export async function getJson(url: string, route: string, timeoutMs = 5000, attempts = 3): Promise<unknown> {
+  for (let i = 0; i < attempts; i++) {
+    const got = await getJsonOnce(url, route, timeoutMs);
+    if (got !== null) return got;
+    if (i + 1 < attempts) await new Promise((r) => setTimeout(r, 100));
+  }
+  return null;
+}
+
+async function getJsonOnce(url: string, route: string, timeoutMs: number): Promise<unknown> {
   try {
     const res = await request(new URL(route, url), { headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
     if (res.statusCode !== 200) {
@@ -103,8 +115,17 @@ export async function getJson(url: string, route: string, timeoutMs = 5000): Pro
   }
 }
 
-/** GET a text document (a Prometheus scrape); null when the server does not answer 200. */
-export async function getText(url: string, route: string, timeoutMs = 5000): Promise<string | null> {
+/** GET a text document (a Prometheus scrape); null when the server does not answer 200 within `attempts` tries. */
+export async function getText(url: string, route: string, timeoutMs = 5000, attempts = 3): Promise<string | null> {
+  for (let i = 0; i < attempts; i++) {
+    const got = await getTextOnce(url, route, timeoutMs);
+    if (got !== null) return got;
+    if (i + 1 < attempts) await new Promise((r) => setTimeout(r, 100));
+  }
+  return null;
+}
+
+async function getTextOnce(url: string, route: string, timeoutMs: number): Promise<string | null> {
   try {
     const res = await request(new URL(route, url), { headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
     if (res.statusCode !== 200) {
