@@ -154,7 +154,9 @@ function evidenceOf(plan: PointPlan, env: PointEnv, o: Observed): EvidenceRow {
   const decisions = flowDecisions(o.gwMetrics);
   const waited = (decisions.get('admitted_after_wait') ?? 0) + (decisions.get('queue_ttl') ?? 0) + (decisions.get('queue_full') ?? 0);
   const steady = o.records.filter((r) => r.phase === 'steady');
-  const slipP99 = plan.loop === 'open' ? quantileSorted(sortedCopy(o.records.map((r) => r.slip_ms)), 0.99) : NaN;
+  // Steady rows only, like every number of the point: a stall in the warm-up (a cold gateway, a
+  // first burst of connections) delays rows that enter nothing.
+  const slipP99 = plan.loop === 'open' ? quantileSorted(sortedCopy(steady.map((r) => r.slip_ms)), 0.99) : NaN;
   const numErrors = o.records.filter((r) => r.outcome === 'http_error' || r.outcome === 'transport_error' || r.outcome === 'timeout').length;
   const gates = {
     gate_prefix_cache_off: configOff && queryTokens === 0 && hitTokens === 0,
