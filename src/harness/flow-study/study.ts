@@ -24,7 +24,7 @@ import type { EvidenceRow, RequestColumn, TrafficColumn } from './evidence.ts';
 import type { CapKind, PointPlan, PointSummary, StudyPhase } from './points.ts';
 import { CAP_FLAG, SUMMARY_COLUMNS, configKey, labelOf, summarizePoint, summaryRow } from './points.ts';
 import type { MatchedMedian } from './analysis.ts';
-import { chooseRequestCap, medianOf, mixedDecision } from './analysis.ts';
+import { chooseRequestCap, mixedDecision } from './analysis.ts';
 import type { PointEnv } from './run-point.ts';
 import { runPoint, workloadFor } from './run-point.ts';
 import { SYSTEM_COLUMNS } from './sampler.ts';
@@ -133,6 +133,7 @@ export async function runStudy(c: StudyConfig): Promise<StudyState> {
       const gwTicks = state.system.filter((t) => t.point_id === r1.plan.id && t.source === 'gateway' && typeof t.t_s === 'number'
         && t.t_s >= c.env.warmupS && t.t_s < c.env.durationS - c.env.cooldownS && typeof t.flow_inflight_input_tokens === 'number');
       const mean = gwTicks.reduce((s, t) => s + (t.flow_inflight_input_tokens as number), 0) / gwTicks.length;
+      if (!(mean > 0)) throw new Error(`${r1.plan.id}: no gateway sample of the input tokens in flight in the steady window; cannot measure capacity`);
       state.capacity = { inputTokens: Math.round(mean), fromPoint: r1.plan.id, largestRequestTokens: largest };
       c.log(`measured capacity: ${state.capacity.inputTokens} input tokens in flight (gateway estimate) at request cap ${requestCap}`);
       const floored = (want: number, floor: number): { v: number; note: string } =>
@@ -155,13 +156,15 @@ export async function runStudy(c: StudyConfig): Promise<StudyState> {
 
     // 3. Open-loop noisy traffic at the selected caps.
     if (c.phases.includes('open-noisy')) {
-      const medianRps = (key: string): number => medianOf(state.summaries.filter((s) => configKey(s.plan.phase, s.plan.config) === key).map((s) => s.steadyRps));
+      // Rates from the same matched medians the analysis reports (gated points only).
+      const medians = analysisMedians(summaryRows(state));
+      const medianRps = (key: string): number => medians.find((m) => configKey(m.phase as StudyPhase, m.config) === key)?.medians.steady_rps ?? NaN;
       const targets: Array<{ workload: 'uniform' | 'mixed'; base: string; capKind: CapKind; capValue: number; level: string; flags: string[]; rps: number }> = [];
       const sweepKey = configKey('request-sweep', `request-${requestCap}`);
-      if (state.summaries.some((s) => configKey(s.plan.phase, s.plan.config) === sweepKey)) {
+      if (medianRps(sweepKey) > 0) {
         targets.push({ workload: 'uniform', base: `request-${requestCap}`, capKind: 'request', capValue: requestCap, level: String(requestCap), flags: [CAP_FLAG.request, String(requestCap)], rps: medianRps(sweepKey) });
       }
-      const mixedDone = mixedDecision(analysisMedians(summaryRows(state)), c.toleranceShare);
+      const mixedDone = mixedDecision(medians, c.toleranceShare);
       if (mixedDone !== null) {
         const m = mixedDone[mixedDone['selected_kind'] === 'input' ? 'input' : 'request'] as MatchedMedian;
         const p = state.summaries.find((s) => s.plan.phase === 'mixed' && s.plan.config === m.config)!.plan;
