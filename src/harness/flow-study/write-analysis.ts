@@ -1,8 +1,11 @@
 // analysis.json and admission-comparison.csv's rows. The analysis is computed from the summary
 // rows exactly as summary.csv holds them (summaryFacts reads the same row objects the CSV is
 // written from), so recomputing it from the committed CSV gives the same medians.
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { machineProbe, sourceInfo } from '../provenance.ts';
 import type { MatchedMedian, SummaryFacts } from './analysis.ts';
 import { MEDIAN_METRICS, matchedMedians, mixedDecision, requestDecision } from './analysis.ts';
@@ -25,6 +28,18 @@ export function admissionRow(s: PointSummary, label: PointLabel, gatesPassed: bo
     p95_ttft_short_ms: s.p95TtftByClassMs.short, p95_ttft_medium_ms: s.p95TtftByClassMs.medium, p95_ttft_long_ms: s.p95TtftByClassMs.long,
     p95_ttft_ms: s.p95TtftMs, rate_429: s.rate429, gates_passed: gatesPassed,
   };
+}
+
+const STUDY_DIR = path.dirname(fileURLToPath(import.meta.url));
+
+/** sha256 over the study's own sources (this folder's .ts files, in name order); provenance's hash covers src/harness/*.ts only. */
+function studySha256(): string {
+  const h = createHash('sha256');
+  for (const f of readdirSync(STUDY_DIR).filter((f) => f.endsWith('.ts')).sort()) {
+    h.update(f);
+    h.update(readFileSync(path.join(STUDY_DIR, f)));
+  }
+  return h.digest('hex');
 }
 
 /** A summary.csv row (as strings or as the values written) to the analysis's facts. */
@@ -65,7 +80,7 @@ export async function writeAnalysis(c: StudyConfig, state: StudyState): Promise<
     command: c.command,
     started_at: state.startedAt,
     finished_at: new Date().toISOString(),
-    source: sourceInfo(),
+    source: { ...sourceInfo(), study_sha256: studySha256() },
     machine: machineProbe(),
     config: { ...c, log: undefined, outDir: undefined },
     topology: {
