@@ -59,7 +59,8 @@ export function workloadFor(plan: PointPlan, env: PointEnv): Workload {
 
 export function gatewayArgs(plan: PointPlan, env: PointEnv): string[] {
   return [
-    'gateway', ...env.replicaUrls.flatMap((u) => ['--upstream', u]), '--host', '127.0.0.1', '--port', '0', '--log-format', 'text',
+    // Admission control off, stated rather than left to the default: the study measures flow control alone.
+    'gateway', ...env.replicaUrls.flatMap((u) => ['--upstream', u]), '--host', '127.0.0.1', '--port', '0', '--log-format', 'text', '--admission', 'off',
     '--scrape-interval-ms', '500', '--flow-queue-size', String(env.flowQueueSize), '--flow-queue-ttl-ms', String(env.flowQueueTtlMs),
     ...plan.gatewayFlags,
   ];

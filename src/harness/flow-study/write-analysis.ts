@@ -86,6 +86,7 @@ export async function writeAnalysis(c: StudyConfig, state: StudyState): Promise<
     topology: {
       replicas: c.replicas,
       replica_flags_always: ['--prefix-cache off', '--admission off'],
+      gateway_flags_always: ['--admission off'],
       gateway: 'restarted for every point with that point\'s cap; replicas stay up for the whole study (idle checked before each point)',
     },
     measured_capacity: state.capacity === null ? null : {
@@ -111,7 +112,7 @@ export async function writeAnalysis(c: StudyConfig, state: StudyState): Promise<
     selected_configs: [...state.selected],
     claim_boundary: {
       shows: [
-        `where, on this machine with ${c.replicas} Headroom ${c.runner} replica(s) (prefix cache off, admission control off) behind one Headroom gateway, steady throughput stops rising with the request cap, and what TTFT and 429s the cap costs there (closed loop)`,
+        `where, on this machine with ${c.replicas} Headroom ${c.runner} replica(s) (prefix cache off, admission control off) behind one Headroom gateway (admission control off), steady throughput stops rising with the request cap, and what TTFT and 429s the cap costs there (closed loop)`,
         'for one mixed-size workload (scaled inputs, fixed outputs), how a request cap, an input-token cap and an input-plus-output cap trade short- against long-request TTFT and throughput (closed loop)',
         'how the selected cap behaves under open-loop gamma (bursty) arrivals below and above the closed-loop capacity',
       ],
