@@ -77,7 +77,7 @@ test('traffic samples: counts from the rows at every tick, the last tick holding
   ]);
 });
 
-test('request decision on matched medians: the rule applied to the medians, the deltas to the boundary stated', () => {
+test('request decision on matched medians: the rule applied among the repeated caps, the deltas to the boundary stated', () => {
   const sweep = (cap: number, repeat: number, rps: number, p95: number, p99: number): SummaryFacts => ({
     ...facts(`request-${cap}`, repeat, rps, p95, { p99_ttft_ms: p99, rate_429: 0.02 }), phase: 'request-sweep', cap_value: cap,
   });
@@ -86,5 +86,9 @@ test('request decision on matched medians: the rule applied to the medians, the 
   const d = requestDecision(matchedMedians(rows), 0.05);
   assert.equal(d['selected_cap'], 128);
   assert.equal(d['comparison_cap'], 160);
-  assert.equal(d['why'], 'cap 160 against cap 128 (matched medians): steady RPS +2.2%, p95 TTFT +363 ms, p99 TTFT +543 ms, 429 rate +0.0 pp');
+  assert.equal(d['why'], 'cap 160 against cap 128 (matched medians over 3 repeats): steady RPS +2.2%, p95 TTFT +363 ms, p99 TTFT +543 ms, 429 rate +0.0 pp');
+  // A single-run calibration point does not decide against three repeats, even when it looks better.
+  const lucky = requestDecision(matchedMedians([...rows, sweep(192, 1, 60, 1000, 1200)]), 0.05);
+  assert.equal(lucky['selected_cap'], 128);
+  assert.equal(lucky['comparison_cap'], 160);
 });

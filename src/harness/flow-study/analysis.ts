@@ -115,18 +115,28 @@ const ms = (a: number | null, b: number | null): string => {
   return `${d >= 0 ? '+' : ''}${d} ms`;
 };
 
-/** The request-count decision on matched medians of the selected cap and its comparison. */
+/**
+ * The request-count decision on matched medians. The rule is applied among the configurations
+ * with the most repeats (the selected cap and its boundary): a single-run calibration point chose
+ * that pair, it does not decide against three repeats. Deltas are the other repeated cap's.
+ */
 export function requestDecision(medians: readonly MatchedMedian[], toleranceShare: number): Record<string, unknown> {
   const sweep = medians.filter((m) => m.phase === 'request-sweep');
-  const choice = chooseRequestCap(sweep.map((m) => ({ cap: m.cap_value, rps: m.medians.steady_rps ?? NaN })), toleranceShare);
-  const sel = sweep.find((m) => m.cap_value === choice.selected)!;
-  const cmp = choice.comparison === null ? null : sweep.find((m) => m.cap_value === choice.comparison)!;
+  const full = Math.max(...sweep.map((m) => m.num_repeats));
+  const repeated = sweep.filter((m) => m.num_repeats === full);
+  const choice = chooseRequestCap(repeated.map((m) => ({ cap: m.cap_value, rps: m.medians.steady_rps ?? NaN })), toleranceShare);
+  const sel = repeated.find((m) => m.cap_value === choice.selected)!;
+  const others = repeated.filter((m) => m !== sel);
+  const cmp = others.find((m) => m.cap_value > sel.cap_value) ?? others[0] ?? null;
   const why =
     cmp === null
-      ? `cap ${choice.selected} is the largest swept and within tolerance of the best`
-      : `cap ${cmp.cap_value} against cap ${sel.cap_value} (matched medians): steady RPS ${pct(cmp.medians.steady_rps, sel.medians.steady_rps)}, ` +
+      ? `cap ${sel.cap_value} is the only configuration with ${full} repeat(s)`
+      : `cap ${cmp.cap_value} against cap ${sel.cap_value} (matched medians over ${full} repeats): steady RPS ${pct(cmp.medians.steady_rps, sel.medians.steady_rps)}, ` +
         `p95 TTFT ${ms(cmp.medians.p95_ttft_ms, sel.medians.p95_ttft_ms)}, p99 TTFT ${ms(cmp.medians.p99_ttft_ms, sel.medians.p99_ttft_ms)}, 429 rate ${pp(cmp.medians.rate_429, sel.medians.rate_429)}`;
-  return { selected_cap: choice.selected, comparison_cap: choice.comparison, best_rps: choice.bestRps, rule: choice.rule, why, selected: sel, comparison: cmp };
+  return {
+    selected_cap: choice.selected, comparison_cap: cmp?.cap_value ?? null, num_repeats: full, best_rps: choice.bestRps,
+    rule: `among the request caps with ${full} repeat(s): ${choice.rule}`, why, selected: sel, comparison: cmp,
+  };
 }
 
 /** The mixed-size decision: request cap vs input-token cap 1.0x vs input-plus-output estimate. */
