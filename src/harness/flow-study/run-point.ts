@@ -19,6 +19,7 @@ import type { PointPlan } from './points.ts';
 import type { SystemRow } from './sampler.ts';
 import { startSampler } from './sampler.ts';
 import { GATEWAY_READY, getJson, getText, prefixCacheOffInStats, startHeadroom, sumSeries } from './topology.ts';
+import type { Proc } from './topology.ts';
 
 /** What every point shares: the load's shape and the gates' thresholds. */
 export interface PointEnv {
@@ -90,11 +91,21 @@ function flowDecisions(text: string | null): Map<string, number> {
   return out;
 }
 
+/** Starts the point's gateway; a start that fails is tried once more (a transient failure, not the cap, should not end a study). */
+async function startGateway(args: readonly string[]): Promise<Proc> {
+  try {
+    return await startHeadroom(args, GATEWAY_READY, 60_000);
+  } catch {
+    await new Promise((r) => setTimeout(r, 2000));
+    return startHeadroom(args, GATEWAY_READY, 60_000);
+  }
+}
+
 export async function runPoint(plan: PointPlan, env: PointEnv): Promise<PointResult> {
   const idle = await replicasIdle(env.replicaUrls, 60_000);
   const args = gatewayArgs(plan, env);
   const startedAt = new Date().toISOString();
-  const gw = await startHeadroom(args, GATEWAY_READY, 60_000);
+  const gw = await startGateway(args);
   try {
     const u = new URL(gw.url);
     const client: ClientOptions = { origin: u.origin, path: '/v1/chat/completions', model: env.model, timeoutMs: env.timeoutS * 1000, sloHeaderMs: null, ignoreEos: true };
