@@ -12,6 +12,7 @@ import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
+import { forEachSample } from '../../proxy/scrape.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const BIN = path.join(ROOT, 'bin/headroom.mjs');
@@ -143,19 +144,8 @@ async function getTextOnce(url: string, route: string, timeoutMs: number): Promi
  * name with no sample is absent from the map. Reads sample lines only; never throws on odd text.
  */
 export function sumSeries(text: string, names: readonly string[]): Map<string, number> {
-  const wanted = new Set(names);
   const out = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (line.length === 0 || line.startsWith('#')) continue;
-    const nameEnd = line.search(/[{\s]/);
-    if (nameEnd <= 0) continue;
-    const name = line.slice(0, nameEnd);
-    if (!wanted.has(name)) continue;
-    const afterLabels = line[nameEnd] === '{' ? line.indexOf('}', nameEnd) + 1 : nameEnd;
-    if (afterLabels <= 0) continue;
-    const value = Number(line.slice(afterLabels).trim().split(/\s+/)[0]);
-    if (Number.isFinite(value)) out.set(name, (out.get(name) ?? 0) + value);
-  }
+  forEachSample(text, new Set(names), (name, value) => out.set(name, (out.get(name) ?? 0) + value));
   return out;
 }
 
