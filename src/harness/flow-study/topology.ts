@@ -13,6 +13,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { forEachSample } from '../../proxy/scrape.ts';
+import { fetchJson } from '../run.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const BIN = path.join(ROOT, 'bin/headroom.mjs');
@@ -103,17 +104,8 @@ export async function getJson(url: string, route: string, timeoutMs = 5000, atte
   return null;
 }
 
-async function getJsonOnce(url: string, route: string, timeoutMs: number): Promise<unknown> {
-  try {
-    const res = await request(new URL(route, url), { headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
-    if (res.statusCode !== 200) {
-      await res.body.dump();
-      return null;
-    }
-    return await res.body.json();
-  } catch {
-    return null;
-  }
+function getJsonOnce(url: string, route: string, timeoutMs: number): Promise<unknown> {
+  return fetchJson(url, route, {}, timeoutMs);
 }
 
 /** GET a text document (a Prometheus scrape); null when the server does not answer 200 within `attempts` tries. */
