@@ -5,6 +5,10 @@
 // every round, the order rotated per round, so machine noise falls on all of them alike; each run
 // starts with a second of warm-up that is not recorded.
 //
+// CPU: the gateway's process (and nginx's worker) CPU time over each of its runs, from
+// /proc/<pid>/stat, divided by the requests sent: what one request costs the proxy, which is what
+// sizes a gateway replica (how many requests per second one core forwards).
+//
 // TTFT is timed from the request's intended send time (the open-loop schedule) to the first body
 // chunk holding `data:`, so a client or proxy that falls behind pays for it. "Added" is an arm's
 // TTFT quantile minus the direct arm's in the same round; the table gives the median over rounds
@@ -12,7 +16,7 @@
 //
 //   node --import tsx bench/gateway/overhead.ts [--rate 500] [--seconds 10] [--rounds 5] [--connections 64] [--out results/gateway/overhead]
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -37,6 +41,16 @@ const GATEWAY_PORT = 8341;
 const NGINX_PORT = 8342;
 
 const children: ChildProcess[] = [];
+const pids = new Map<string, number>();
+const TICK_MS = 10; // USER_HZ is 100 on Linux
+
+/** CPU time (user + system) a process has used so far, ms; for nginx, its worker's (the master's one child). */
+function cpuMs(name: 'gateway' | 'nginx'): number {
+  let pid = pids.get(name)!;
+  if (name === 'nginx') pid = Number(readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/)[0]);
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
+}
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'headroom-overhead-'));
 function cleanup(): void {
   for (const c of children) c.kill('SIGTERM');
@@ -48,6 +62,7 @@ process.on('exit', cleanup);
 function start(cmd: string, args: string[], firstLine: boolean): Promise<string> {
   const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
+  pids.set(cmd === 'nginx' ? 'nginx' : args.includes('gateway') ? 'gateway' : 'other', child.pid!);
   if (!firstLine) return Promise.resolve('');
   return new Promise((resolve, reject) => {
     createInterface({ input: child.stdout }).once('line', resolve);
@@ -159,13 +174,15 @@ const q = (xs: readonly number[], p: number): number => {
 };
 
 const names = Object.keys(arms) as Arm[];
-const rounds: Record<Arm, { p50: number; p99: number; n: number; errors: number }>[] = [];
+const rounds: Record<Arm, { p50: number; p99: number; n: number; errors: number; cpuMsPerRequest: number | null }>[] = [];
 for (let r = 0; r < ROUNDS; r++) {
   const row = {} as (typeof rounds)[number];
   for (let k = 0; k < names.length; k++) {
     const arm = names[(k + r) % names.length]!;
+    const cpu0 = arm === 'direct' ? 0 : cpuMs(arm);
     const res = await run(arms[arm], SECONDS + WARMUP_S);
-    row[arm] = { p50: q(res.ttftMs, 0.5), p99: q(res.ttftMs, 0.99), n: res.ttftMs.length, errors: res.errors };
+    const cpuMsPerRequest = arm === 'direct' ? null : (cpuMs(arm) - cpu0) / res.sent;
+    row[arm] = { p50: q(res.ttftMs, 0.5), p99: q(res.ttftMs, 0.99), n: res.ttftMs.length, errors: res.errors, cpuMsPerRequest };
     process.stderr.write(`round ${r} ${arm}: p50 ${row[arm].p50.toFixed(2)} ms, p99 ${row[arm].p99.toFixed(2)} ms, ${res.ttftMs.length} recorded, ${res.errors} errors\n`);
   }
   rounds.push(row);
@@ -185,15 +202,16 @@ const lines = [
   `the direct arm in the same round. Machine: ${os.cpus().length} × ${os.cpus()[0]?.model ?? '?'}, Node ${process.version}; client, stub, gateway and nginx`,
   'share it (nginx: one worker).',
   '',
-  '| arm | TTFT p50 | TTFT p99 | added p50 | added p99 | recorded per run | errors |',
-  '|---|---|---|---|---|---|---|',
+  '| arm | TTFT p50 | TTFT p99 | added p50 | added p99 | proxy CPU per request, ms | recorded per run | errors |',
+  '|---|---|---|---|---|---|---|---|',
 ];
 for (const arm of names) {
   const p50 = rounds.map((r) => r[arm].p50);
   const p99 = rounds.map((r) => r[arm].p99);
   const a50 = rounds.map((r) => r[arm].p50 - r.direct.p50);
   const a99 = rounds.map((r) => r[arm].p99 - r.direct.p99);
-  lines.push(`| ${arm} | ${med(p50)} | ${med(p99)} | ${arm === 'direct' ? '-' : med(a50)} | ${arm === 'direct' ? '-' : med(a99)} | ${med(rounds.map((r) => r[arm].n)).replace(/\.00/g, '')} | ${rounds.reduce((s, r) => s + r[arm].errors, 0)} |`);
+  const cpu = rounds.map((r) => r[arm].cpuMsPerRequest).filter((v): v is number => v !== null);
+  lines.push(`| ${arm} | ${med(p50)} | ${med(p99)} | ${arm === 'direct' ? '-' : med(a50)} | ${arm === 'direct' ? '-' : med(a99)} | ${cpu.length === 0 ? '-' : med(cpu)} | ${med(rounds.map((r) => r[arm].n)).replace(/\.00/g, '')} | ${rounds.reduce((s, r) => s + r[arm].errors, 0)} |`);
 }
 mkdirSync(values.out, { recursive: true });
 writeFileSync(path.join(values.out, 'rounds.json'), `${JSON.stringify({ rate: RATE, seconds: SECONDS, rounds, machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version, loadavg: os.loadavg() } }, null, 1)}\n`);
