@@ -15,6 +15,7 @@ import { registerAdmissionCommands } from './commands/admission.ts';
 import { registerGateCommand } from './commands/gate.ts';
 import { registerReplayCommand } from './commands/replay.ts';
 import { registerLadderCommand } from './commands/ladder.ts';
+import { registerReportCommand } from './commands/report.ts';
 import { applyConfig, prepareConfig, suggestion } from './config.ts';
 import { enableDebug, reportError, UserError } from './user-error.ts';
 
@@ -48,6 +49,7 @@ function buildProgram(): Command {
   registerGateCommand(program);
   registerReplayCommand(program);
   registerLadderCommand(program);
+  registerReportCommand(program);
   prepareConfig(program);
   forEachCommand(program, (cmd) => {
     const path = commandPath(cmd);
