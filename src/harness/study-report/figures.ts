@@ -44,7 +44,7 @@ function bandSpec(title: string, yTitle: string, values: Point[], opts: { logY?:
     { mark: { type: 'line', point: true }, encoding: { x: { field: 'rate', type: 'quantitative', title: 'offered load (req/s)' }, y, color } },
   ];
   if (opts.rule !== undefined) layers.push({ data: { values: [{ v: opts.rule }] }, mark: { type: 'rule', strokeDash: [4, 4], color: '#666' }, encoding: { y: { field: 'v', type: 'quantitative' } } });
-  return { $schema: 'https://vega.github.io/schema/vega-lite/v6.json', title, width: 520, height: 300, data: { values }, layer: layers, config: { font: 'DejaVu Sans' } } as unknown as TopLevelSpec;
+  return { $schema: 'https://vega.github.io/schema/vega-lite/v6.json', title, width: 520, height: 300, data: { values }, layer: layers, config: { font: 'DejaVu Sans', legend: { labelLimit: 320 } } } as unknown as TopLevelSpec;
 }
 
 async function render(id: string, title: string, spec: TopLevelSpec): Promise<Figure> {
@@ -66,7 +66,7 @@ export async function studyFigures(s: Study): Promise<Figure[]> {
     title: 'Probe latency before each run, in sweep order', width: 520, height: 220, data: { values: probe },
     mark: { type: 'point', filled: true },
     encoding: { x: { field: 'index', type: 'quantitative', title: 'run (sweep order)' }, y: { field: 'probe_ms', type: 'quantitative', title: 'probe (ms)', scale: { zero: false } }, color: { field: 'rung', type: 'nominal', sort: null } },
-    config: { font: 'DejaVu Sans' },
+    config: { font: 'DejaVu Sans', legend: { labelLimit: 320 } },
   } as unknown as TopLevelSpec;
   return [
     await render('goodput', 'Goodput vs offered load', bandSpec(`Goodput at a ${slo} s SLO (mean, min–max over seeds)`, 'goodput (req/s)', points(s, (r) => r.summary.request_goodput))),
