@@ -21,9 +21,17 @@ export interface ServeChild {
   stop(): Promise<void>;
 }
 
+/**
+ * The parent's environment without HEADROOM_* variables: a server's configuration is its flags
+ * (recorded with the run), never a variable that happened to be set in the shell that started a sweep.
+ */
+function inherited(): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('HEADROOM_')));
+}
+
 /** Starts `headroom serve <args>` (args must include `--port 0`) and resolves once it is ready. */
 export async function startServe(args: readonly string[], logFile: string, env: Readonly<Record<string, string>> = {}): Promise<ServeChild> {
-  const child: ChildProcess = spawn(process.execPath, [BIN, ...args], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  const child: ChildProcess = spawn(process.execPath, [BIN, ...args], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...inherited(), ...env } });
   const log = createWriteStream(logFile);
   let out = '';
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
