@@ -5,6 +5,7 @@ import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
 import path from 'node:path';
 import { UserError } from '../user-error.ts';
+import { DEFAULT_LADDER as D } from '../../harness/ladder/config.ts';
 
 const positive = (v: string): number => {
   const n = Number(v);
@@ -66,20 +67,20 @@ export function registerLadderCommand(program: Command): void {
       return v;
     }, 'llama')
     .option('--model <file>', 'GGUF model, relative to the repository root (default: the server default)')
-    .option('--threads <n>', 'llama.cpp threads', positiveInt, 2)
-    .option('--mock-speed <x>', 'mock runner cost multiplier', positive, 1)
-    .option('--parallel <n>', 'sequence slots; also the calibration\'s closed-loop workers', positiveInt, 16)
+    .option('--threads <n>', 'llama.cpp threads', positiveInt, D.threads)
+    .option('--mock-speed <x>', 'mock runner cost multiplier', positive, D.mockSpeed)
+    .option('--parallel <n>', 'sequence slots; also the calibration\'s closed-loop workers', positiveInt, D.parallel)
     .option('--rungs <ids>', 'rungs in ladder order (1-fifo,2-static,3-continuous,4-paged-prefix,5-admission-80,5-admission-95,5-admission-99)', list(String))
-    .option('--seeds <list>', 'arrival/workload seeds, one block per (rate, seed)', list(seed), [1, 2, 3])
+    .option('--seeds <list>', 'arrival/workload seeds, one block per (rate, seed)', list(seed), [...D.seeds])
     .option('--rates <list>', 'offered rates, req/s (default: from the closed-loop calibration x --grid)', list(positive))
-    .option('--grid <list>', 'multiples of the calibrated capacity that make the rate grid', list(positive), [0.25, 0.5, 0.75, 1, 1.5, 2, 3])
-    .option('--calibration-s <s>', 'seconds of closed-loop calibration', positive, 60)
-    .option('--duration-s <s>', 'seconds of arrivals per run, warm-up included', positive, 180)
-    .option('--warmup-s <s>', 'arrivals in the first seconds are flagged warm-up and not counted', nonNegative, 10)
-    .option('--timeout-s <s>', 'client timeout (a slower request is censored)', positive, 20)
-    .option('--slo-ms <ms>', 'the E2E SLO for goodput and every server\'s budget', positive, 4000)
-    .option('--tokens-per-word <r>', 'measured tokens per generated word (docs/benchmarks.md)', positive, 1.15)
-    .option('--max-slip-p99-ms <ms>', 'a run whose generator slips more is marked invalid', positive, 20)
+    .option('--grid <list>', 'multiples of the calibrated capacity that make the rate grid', list(positive), [...D.gridMultipliers])
+    .option('--calibration-s <s>', 'seconds of closed-loop calibration', positive, D.calibrationS)
+    .option('--duration-s <s>', 'seconds of arrivals per run, warm-up included', positive, D.durationS)
+    .option('--warmup-s <s>', 'arrivals in the first seconds are flagged warm-up and not counted', nonNegative, D.warmupS)
+    .option('--timeout-s <s>', 'client timeout (a slower request is censored)', positive, D.timeoutS)
+    .option('--slo-ms <ms>', 'the E2E SLO for goodput and every server\'s budget', positive, D.sloMs)
+    .option('--tokens-per-word <r>', 'measured tokens per generated word (docs/benchmarks.md)', positive, D.tokensPerWord)
+    .option('--max-slip-p99-ms <ms>', 'a run whose generator slips more is marked invalid', positive, D.maxSlipP99Ms)
     .option('--admission-artifact <file>', 'rung 5: offline predictor artifact (default: the online baseline; mock: results/gate/e2e-gbdt.json)')
     .option('--admission-calibration-traces <dir>', 'rung 5: warm-start traces (mock default: results/gate/collect/round-1)')
     .option('--no-progress', 'no progress bar')
