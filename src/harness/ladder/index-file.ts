@@ -75,7 +75,7 @@ export async function readRow(studyDir: string, runId: string): Promise<LadderRo
 }
 
 const csvCell = (v: unknown): string => {
-  const s = Array.isArray(v) ? v.join(' ') : v === null || v === undefined ? '' : typeof v === 'number' ? (Number.isFinite(v) ? String(v) : String(v)) : String(v);
+  const s = Array.isArray(v) ? v.join(' ') : typeof v === 'number' || typeof v === 'boolean' || typeof v === 'string' ? String(v) : '';
   return /[",\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s;
 };
 
