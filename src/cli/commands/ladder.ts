@@ -123,19 +123,17 @@ async function ladder(f: LadderFlags): Promise<number> {
     const { default: cliProgress } = await import('cli-progress');
     bar = new cliProgress.SingleBar({ format: 'ladder [{bar}] {value}/{total} runs | ETA {etaText} | {last}', hideCursor: true, stream: process.stderr }, cliProgress.Presets.shades_classic);
   }
-  let started = false;
   const t0 = performance.now();
   const rows = await runLadder(config, path.normalize(f.out), {
     command,
     log,
+    onStart: ({ numDone, numPlanned }) => bar?.start(numPlanned, numDone, { etaText: '-', last: numDone > 0 ? `resuming: ${numDone} done` : 'starting' }),
     onRun: ({ numDone, numPlanned, etaS, run, skipped }) => {
       if (bar === null) {
         log(`ladder: ${numDone}/${numPlanned} ${skipped ? 'skipped (done)' : 'ran'} ${run.runId}`);
         return;
       }
       const payload = { etaText: etaS === null ? '-' : formatS(etaS), last: `${skipped ? 'skipped' : 'ran'} ${run.runId}` };
-      if (!started) bar.start(numPlanned, numDone, payload);
-      started = true;
       bar.update(numDone, payload);
     },
   });

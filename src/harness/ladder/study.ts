@@ -37,6 +37,8 @@ export const EVENTS_FILE = 'events.jsonl';
 const TRACE_FILE = 'admission-trace.jsonl';
 
 export interface StudyHooks {
+  /** Called once the plan is known, before the first run. */
+  onStart?: (info: { numDone: number; numPlanned: number }) => void;
   /** Called after each run (done or skipped) with how many are complete and the ETA in seconds. */
   onRun?: (info: { numDone: number; numPlanned: number; etaS: number | null; run: PlannedRun; skipped: boolean; row: LadderRow | null }) => void;
   log?: (line: string) => void;
@@ -68,6 +70,7 @@ export async function runLadder(config: LadderConfig, studyDir: string, hooks: S
   let rows = await rebuildIndex(studyDir, plan.runs, header);
   const wallsS: number[] = [];
   let numDone = rows.filter((r) => r.status === 'ok').length;
+  hooks.onStart?.({ numDone, numPlanned: plan.runs.length });
   for (const run of plan.runs) {
     const existing = await readRow(studyDir, run.runId);
     if (isComplete(existing)) {
