@@ -43,7 +43,8 @@ export function fmtAgg(a: Agg, digits: number, scale = 1): string {
   return lo === hi ? m : `${m} [${lo}–${hi}]`;
 }
 
-export const fmtPct = (a: Agg): string => (Number.isNaN(a.mean) ? '-' : `${fmtAgg(a, 0, 100)}%`);
+/** A share as "mean% [min–max%]". */
+export const fmtPct = (a: Agg): string => (Number.isNaN(a.mean) ? '-' : fmtAgg(a, 0, 100).replace(/^([^ ]+)( \[(.*)\])?$/, (_m, m: string, _r: string | undefined, range: string | undefined) => (range === undefined ? `${m}%` : `${m}% [${range}%]`)));
 
 const cell = (s: string): string => s.replaceAll('|', '\\|');
 
