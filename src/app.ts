@@ -213,6 +213,7 @@ export class Headroom {
     }
     await this.trace?.close();
     await this.#recorder?.close();
+    await this.#opts.flow?.close?.();
   }
 
   async #startRecorder(record: NonNullable<HeadroomOptions['record']>): Promise<void> {

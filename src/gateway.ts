@@ -139,6 +139,7 @@ export class Gateway {
     await this.backend.close();
     await this.#obs?.close();
     await this.trace?.close();
+    await this.#opts.flow?.close?.();
   }
 
   /** The first healthy upstream: metrics start (labelled with its model) and the API turns ready. */

@@ -27,7 +27,12 @@ interface Summary {
 const root = process.argv[2] ?? 'results/gateway/showcase';
 const read = (dir: string): Summary | null => {
   const f = path.join(dir, 'summary.json');
-  return existsSync(f) ? (JSON.parse(readFileSync(f, 'utf8')) as Summary) : null;
+  if (!existsSync(f)) return null;
+  try {
+    return JSON.parse(readFileSync(f, 'utf8')) as Summary;
+  } catch {
+    return null; // a run still being written
+  }
 };
 const ms = (v: number | null): string => (v === null || !Number.isFinite(v) ? '∞' : String(Math.round(v)));
 const f3 = (v: number | null): string => (v === null || !Number.isFinite(v) ? '—' : v.toFixed(3));

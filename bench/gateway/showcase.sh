@@ -29,6 +29,8 @@ source bench/ladder/lib.sh
 : "${LLAMA_SERVER:?set LLAMA_SERVER to the llama-server binary (bench/peer/build-llama-server.sh)}"
 : "${PHASE:?set PHASE to saturation, collect or showcase}"
 out=${OUT:-results/gateway/showcase}
+# Where the collect phase's traces and artifact are (another OUT may reuse them for another rate).
+artifacts=${ARTIFACTS:-$out}
 port=8321
 gw_port=8341
 [[ -f $MODEL ]] || node bin/headroom.mjs model make --preset tiny --out "$MODEL"
@@ -82,11 +84,11 @@ case $PHASE in
         rate=${rates[$(( (k + round) % n ))]}
         dir=$out/collect/round-$round/rate-$rate
         rm -f "$dir/trace.jsonl"
-        SEED=$((SEED + 1000 * round)) one_run "$dir" "$rate" gateway --admission off --trace-out "$PWD/$dir/trace.jsonl"
+        SEED=$((SEED + 1000 * round)) one_run "$dir" "$rate" gateway --admission off --trace-out "$dir/trace.jsonl"
         echo "collect: round $round rate $rate: $(wc -l <"$dir/trace.jsonl" 2>/dev/null || echo 0) trace rows"
       done
     done
-    node bin/headroom.mjs admission train --traces "$out/collect" --runner gateway --out "$out/e2e-gbdt.json"
+    node bin/headroom.mjs admission train --traces "$out/collect" --runner gateway --quantile 0.5 --out "$out/e2e-gbdt.json"
     ;;
   showcase)
     : "${PEAK_RATE:?set PEAK_RATE (the peak-goodput rate of llama-server, from the saturation phase)}"
@@ -101,8 +103,8 @@ case $PHASE in
         case $arm in
           llama-peak) SEED=$seed one_run "$dir" "$PEAK_RATE" llama-server ;;
           llama-over) SEED=$seed one_run "$dir" "$OVER_RATE" llama-server ;;
-          gateway) SEED=$seed one_run "$dir" "$OVER_RATE" gateway --admission conformal --admission-artifact "$out/e2e-gbdt.json" \
-            --admission-calibration-traces "$out/collect" --trace-out "$PWD/$dir/trace.jsonl" ${GATEWAY_FLAGS:-} ;;
+          gateway) SEED=$seed one_run "$dir" "$OVER_RATE" gateway --admission conformal --admission-artifact "$artifacts/e2e-gbdt.json" \
+            --admission-calibration-traces "$artifacts/collect" --trace-out "$dir/trace.jsonl" ${GATEWAY_FLAGS:-} ;;
         esac
         echo "showcase: seed $seed $arm done"
       done

@@ -10,11 +10,14 @@
 //   file keys    the flag's name (`slo-ms`, `no-metrics`) or its camelCase (`sloMs`, `noMetrics`); the
 //                value of a negated flag may also be given positively (`metrics: false`)
 //   booleans     true/false, 1/0, yes/no, on/off; anything else is an error
+//   secrets      values of options named like a secret are redacted on /stats, and so is the
+//                password of any URL value (`--flow-redis-url redis://:pw@host`)
 //
 // Every bad value and every unknown file key is a UserError naming the key and where it came from.
 // Mandatory options are checked here, after env and file, instead of by commander (which checks
 // before either is read).
 import type { Command, Option } from 'commander';
+import { redactUrlPassword } from '../util/redact-url.ts';
 import { UserError } from './user-error.ts';
 
 /** Where a value came from, as /stats reports it. */
@@ -80,7 +83,7 @@ export function effectiveConfig(cmd: Command): EffectiveConfig {
     const key = opt.negate ? opt.name().slice(3) : opt.name();
     if (key in options && cmd.getOptionValueSource(opt.attributeName()) === undefined) continue;
     const value = cmd.getOptionValue(opt.attributeName()) as unknown;
-    options[key] = { value: SECRET.test(key) && value !== undefined ? '<redacted>' : (value ?? null), source: sourceOf(cmd, opt) };
+    options[key] = { value: SECRET.test(key) && value !== undefined ? '<redacted>' : (redactUrlPassword(value) ?? null), source: sourceOf(cmd, opt) };
   }
   const file = cmd.getOptionValue('config') as string | undefined;
   return { file: file ?? null, options };

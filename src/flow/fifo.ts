@@ -28,6 +28,11 @@ export class Fifo<T> {
     return v;
   }
 
+  /** The entries from the front (gone ones included: callers skip them). */
+  *[Symbol.iterator](): Iterator<T> {
+    for (let i = this.#head; i < this.#items.length; i++) yield this.#items[i]!;
+  }
+
   /** Keep only the entries `keep` accepts (O(n); callers do it when gone entries outnumber live ones). */
   retain(keep: (v: T) => boolean): void {
     this.#items = this.#items.slice(this.#head).filter(keep);

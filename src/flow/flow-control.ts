@@ -42,6 +42,30 @@ export type FlowResult = { readonly ok: true; readonly ticket: FlowTicket } | { 
 export const FLOW_DECISIONS = ['admitted', 'admitted_after_wait', 'queue_full', 'queue_ttl', 'too_large', 'client_left'] as const;
 export type FlowDecision = (typeof FLOW_DECISIONS)[number];
 
+/** Shared mode (several gateway replicas, shared-flow-controller.ts): where the caps are counted now. */
+export interface SharedFlowState {
+  /** `redis`: the caps hold across replicas; `local-fallback`: the store is unreachable, this replica serves from its share. */
+  readonly mode: 'redis' | 'local-fallback';
+  /** When the mode last changed (ISO 8601). */
+  readonly since: string;
+  /** The last error talking to the store (kept after it comes back), or null. */
+  readonly lastError: string | null;
+  /** Live replicas at the last sync (0 before any). */
+  readonly replicasSeen: number;
+  readonly replicaId: string;
+  /** What this replica holds of the shared caps. */
+  readonly held: { readonly requests: number; readonly inputTokens: number; readonly totalTokens: number };
+  /** What all replicas held at the last sync (null before any). */
+  readonly total: { readonly requests: number; readonly inputTokens: number; readonly totalTokens: number } | null;
+  /** Requests granted locally, waiting for a shared reservation. */
+  readonly waitingGlobal: number;
+  /** Times this replica fell back from `redis` to its local share. */
+  readonly fallbacks: number;
+}
+
+/** What /stats shows of flow control: the local state, plus the shared one in shared mode. */
+export type FlowStats = FlowState & { readonly shared?: SharedFlowState };
+
 export type FlowListener = (band: number, tenant: string, decision: FlowDecision) => void;
 
 export interface FlowControl {
@@ -54,9 +78,11 @@ export interface FlowControl {
   /** A ticket now, a ticket after a wait, or a refusal (a request that can never fit throws an ApiError 400). An aborted signal leaves the queue at once. */
   acquire(req: FlowRequest, signal: AbortSignal): FlowResult | Promise<FlowResult>;
   /** In flight and waiting, for /stats and the gauges. */
-  state(): FlowState;
+  state(): FlowStats;
   /** Adds a listener called once per decision (metrics). */
   onDecision(listener: FlowListener): void;
+  /** Timers and connections stopped (shared mode); the server calls it when it closes. */
+  close?(): Promise<void>;
 }
 
 const NO_TICKET: FlowTicket = { release: () => undefined };

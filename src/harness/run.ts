@@ -139,8 +139,13 @@ export async function resolveModel(c: BenchConfig): Promise<string> {
 
 /** GET /stats on the target, if it has one. */
 export async function fetchStats(url: string, headers: Readonly<Record<string, string>> = {}): Promise<unknown> {
+  return fetchJson(url, '/stats', headers);
+}
+
+/** GET a JSON document from the target; null when it does not answer 200 within `timeoutMs`. */
+export async function fetchJson(url: string, route: string, headers: Readonly<Record<string, string>> = {}, timeoutMs = 2000): Promise<unknown> {
   try {
-    const res = await undiciRequest(new URL('/stats', url), { headers: { ...headers }, headersTimeout: 2000, bodyTimeout: 2000 });
+    const res = await undiciRequest(new URL(route, url), { headers: { ...headers }, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
     if (res.statusCode !== 200) {
       await res.body.dump();
       return null;

@@ -222,6 +222,42 @@ export class Metrics {
         flow.state().queued.forEach((n, band) => this.set({ band: String(band) }, n));
       },
     });
+    if (flow.state().shared !== undefined) this.#registerSharedFlow(flow);
+  }
+
+  /** Shared flow control (several replicas, one Redis): which mode, and how often it fell back. */
+  #registerSharedFlow(flow: FlowControl): void {
+    const reg = this.registry;
+    new Gauge({
+      name: 'headroom_flow_shared_state',
+      help: 'Where the flow-control caps are counted: mode="redis" 1 while shared across replicas, mode="local" 1 while Redis is unreachable and this replica serves its local share.',
+      labelNames: ['mode'],
+      registers: [reg],
+      collect(this: GaugeT<string>) {
+        const redis = flow.state().shared?.mode === 'redis';
+        this.set({ mode: 'redis' }, redis ? 1 : 0);
+        this.set({ mode: 'local' }, redis ? 0 : 1);
+      },
+    });
+    let last = 0;
+    new Counter({
+      name: 'headroom_flow_shared_fallbacks_total',
+      help: 'Times this replica fell back from the shared (Redis) caps to its local share.',
+      registers: [reg],
+      collect(this: CounterT<string>) {
+        const n = flow.state().shared?.fallbacks ?? 0;
+        if (n > last) this.inc(n - last);
+        last = n;
+      },
+    });
+    new Gauge({
+      name: 'headroom_flow_shared_replicas',
+      help: 'Gateway replicas live in the shared flow-control state at the last sync.',
+      registers: [reg],
+      collect(this: GaugeT<string>) {
+        this.set(flow.state().shared?.replicasSeen ?? 0);
+      },
+    });
   }
 
   /** Gauges and engine-derived counters, all read from one `stats()` call per collector at scrape time. */

@@ -30,22 +30,28 @@ const NAMES = {
 
 const WANTED = new Set<string>([...NAMES.numWaiting, ...NAMES.numRunning, ...NAMES.kvUsage]);
 
-export function parseLoad(text: string): UpstreamLoad {
-  const sums = new Map<string, number>();
-  const maxes = new Map<string, number>();
+/** Calls `fn` for every sample line of a name in `wanted` with a finite value (labels skipped). */
+export function forEachSample(text: string, wanted: ReadonlySet<string>, fn: (name: string, value: number) => void): void {
   for (const line of text.split('\n')) {
     if (line.length === 0 || line.startsWith('#')) continue;
     const nameEnd = line.search(/[{\s]/);
     if (nameEnd <= 0) continue;
     const name = line.slice(0, nameEnd);
-    if (!WANTED.has(name)) continue;
+    if (!wanted.has(name)) continue;
     const afterLabels = line[nameEnd] === '{' ? line.indexOf('}', nameEnd) + 1 : nameEnd;
     if (afterLabels <= 0) continue;
     const value = Number(line.slice(afterLabels).trim().split(/\s+/)[0]);
-    if (!Number.isFinite(value)) continue;
+    if (Number.isFinite(value)) fn(name, value);
+  }
+}
+
+export function parseLoad(text: string): UpstreamLoad {
+  const sums = new Map<string, number>();
+  const maxes = new Map<string, number>();
+  forEachSample(text, WANTED, (name, value) => {
     sums.set(name, (sums.get(name) ?? 0) + value);
     maxes.set(name, Math.max(maxes.get(name) ?? -Infinity, value));
-  }
+  });
   const first = (names: readonly string[], from: Map<string, number>): number | null => {
     for (const n of names) {
       const v = from.get(n);

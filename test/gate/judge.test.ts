@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { BaselineRate, RateMeasurement } from '../../src/harness/gate/judge.ts';
-import { DEFAULT_THRESHOLDS, MIN_ARRIVALS, judge, renderVerdict } from '../../src/harness/gate/judge.ts';
+import { DEFAULT_THRESHOLDS, MIN_ARRIVALS, confirmVerdict, judge, regressedRates, renderVerdict } from '../../src/harness/gate/judge.ts';
 
 const BASE: BaselineRate[] = [
   { rate: 2, goodputRps: 1.8, p99E2eMs: 1000 },
@@ -105,4 +105,40 @@ test('the printed table has a row per rate and the verdict line', () => {
   const text = renderVerdict(judge([m(2, { p99E2eMs: 1500 }), m(6)], BASE));
   assert.match(text, /\| 2 \| 500 \| 400 \| 10 \| 1.80 \| 1.80 \| 1.00 \| 1500 ms \| 1000 ms \| 1.50 \| regression \|/);
   assert.match(text, /verdict: REGRESSION \(exit 1\)/);
+});
+
+test('confirmation: a regression whose second run passes is a pass; the first run is kept as a note', () => {
+  const first = judge([m(2), m(6, { p99E2eMs: 2400 })], BASE);
+  assert.equal(first.kind, 'regression');
+  assert.deepEqual(regressedRates(first), [6]);
+  const v = confirmVerdict(first, [m(6, { p99E2eMs: 2100 })]);
+  assert.equal(v.kind, 'pass');
+  assert.equal(v.exitCode, 0);
+  assert.equal(v.rows[1]!.measured!.p99E2eMs, 2100, "the pass row is the confirmation's");
+  assert.equal(v.rows[1]!.firstRun!.kind, 'regression');
+  assert.equal(v.rows[0], first.rows[0], 'a rate that did not regress is untouched');
+  assert.match(renderVerdict(v), /6: first run \(regressed; the confirmation above passed\)/);
+});
+
+test('confirmation: a regression confirmed by a second regression stands (exit 1), with both runs\' reasons', () => {
+  const first = judge([m(2), m(6, { goodputRps: 2 })], BASE);
+  const v = confirmVerdict(first, [m(6, { goodputRps: 2.1 })]);
+  assert.equal(v.kind, 'regression');
+  assert.equal(v.exitCode, 1);
+  assert.equal(v.reasons.length, 2);
+  assert.match(v.reasons[1]!, /^6 req\/s: confirmation: goodput 2\.10/);
+  assert.match(renderVerdict(v), /confirmation \(regressed too\)/);
+});
+
+test('confirmation: a second run that cannot be judged (or is missing) does not clear a regression', () => {
+  const first = judge([m(2), m(6, { p99E2eMs: Infinity })], BASE);
+  assert.equal(confirmVerdict(first, [m(6, { numArrivals: 10 })]).kind, 'regression');
+  assert.equal(confirmVerdict(first, []).kind, 'regression');
+});
+
+test('confirmation never touches an invalid run: invalid still wins', () => {
+  const first = judge([m(2, { numCompleted: 0 }), m(6, { p99E2eMs: 9000 })], BASE);
+  const v = confirmVerdict(first, [m(6)]);
+  assert.equal(v.kind, 'invalid');
+  assert.equal(v.rows[1]!.kind, 'pass');
 });

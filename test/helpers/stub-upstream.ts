@@ -7,7 +7,8 @@
 //   - dies on demand: `failNext` = 'reset' (socket destroyed before any byte), 'headers' (headers,
 //     then the socket destroyed), 'midstream' (after `failAfterTokens` tokens); `stop()` closes the
 //     port (connection refused from then on)
-//   - records every generation request (path, body bytes, whether the client aborted it)
+//   - records every generation request (path, body bytes, whether the client aborted it), and how
+//     many were open at once at most (`open`, and counters shared between stubs)
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -30,6 +31,27 @@ export interface StubUpstreamOptions {
   readonly autoRelease?: boolean;
   /** With autoRelease, each token waits this long first (default 0: at once). */
   readonly tokenDelayMs?: number;
+  /** Counters shared with other stubs (open requests across several upstreams), besides `open`. */
+  readonly alsoCount?: readonly OpenCount[];
+}
+
+/** Generation requests open now (arrived, neither finished nor aborted) and the most at once since the last reset. */
+export class OpenCount {
+  numOpen = 0;
+  peak = 0;
+
+  enter(): void {
+    this.numOpen++;
+    this.peak = Math.max(this.peak, this.numOpen);
+  }
+
+  leave(): void {
+    this.numOpen--;
+  }
+
+  resetPeak(): void {
+    this.peak = this.numOpen;
+  }
 }
 
 type Waiter = () => void;
@@ -48,6 +70,9 @@ export class StubUpstream {
   metrics = true;
   failNext: 'reset' | 'headers' | 'midstream' | null = null;
   failAfterTokens = 1;
+  /** This stub's open generation requests. */
+  readonly open = new OpenCount();
+  readonly #counts: readonly OpenCount[];
   /** A 4xx or 5xx answer to the next generation request: [status, body]. */
   answerNext: [number, unknown] | null = null;
   #server: http.Server;
@@ -62,6 +87,7 @@ export class StubUpstream {
     this.tokens = opts.tokens ?? 4;
     this.autoRelease = opts.autoRelease ?? true;
     this.tokenDelayMs = opts.tokenDelayMs ?? 0;
+    this.#counts = [this.open, ...(opts.alsoCount ?? [])];
     this.#server = http.createServer((req, res) => this.#handle(req, res));
   }
 
@@ -144,7 +170,15 @@ export class StubUpstream {
       write(text);
     };
     this.requests.push(record);
+    for (const c of this.#counts) c.enter();
+    let open = true;
+    const closed = (): void => {
+      if (open) for (const c of this.#counts) c.leave();
+      open = false;
+    };
+    res.on('finish', closed);
     res.on('close', () => {
+      closed();
       if (record.finished) return;
       record.aborted = true;
       for (const w of this.#abortWaiters.splice(0)) w.resolve();

@@ -1,6 +1,7 @@
 // The options every serving command shares (`serve` in engine mode, `gateway`), so both front
 // doors read the same flags the same way: listening, budgets, HTTP timeouts and connection bounds,
-// metrics and tracing, logs, API keys, CORS, flow control; and the same signal handling (first
+// metrics and tracing, logs, API keys, CORS, flow control (local, or shared between replicas
+// through Redis with --flow-redis-url); and the same signal handling (first
 // SIGTERM/SIGINT drains, a second exits at once). Values are checked here, once, and a bad one is
 // a StartupError naming the flag.
 
@@ -11,6 +12,9 @@ import { LOG_FORMATS, LOG_LEVELS, serverConfig } from '../../api/config.ts';
 import type { LogFormat, LogLevel, ServerConfig } from '../../api/config.ts';
 import type { DrainOutcome } from '../../app.ts';
 import { FlowController } from '../../flow/flow-controller.ts';
+import type { FlowLimits } from '../../flow/flow-core.ts';
+import { SharedFlowController } from '../../flow/shared-flow-controller.ts';
+import { RedisStore, checkRedisUrl } from '../../flow/shared-store.ts';
 import { parseBandShares } from '../../flow/priority.ts';
 import { EXIT_CODES, StartupError } from '../startup-errors.ts';
 
@@ -45,6 +49,11 @@ export interface FlowFlags {
   flowQueueSize: string;
   flowQueueTtlMs: string;
   priorityBands: string;
+  flowRedisUrl?: string;
+  flowReplicas: string;
+  flowRedisLeaseMs: string;
+  flowRedisTimeoutMs: string;
+  flowRedisPollMs: string;
 }
 
 export const int = (name: string, v: string): number => {
@@ -86,7 +95,12 @@ export function addFlowOptions(cmd: Command): Command {
     .option('--max-inflight-total-tokens <n>', 'flow control: most prompt plus max_tokens × n of the requests in flight (0: unlimited)', '0')
     .option('--flow-queue-size <n>', 'flow control: most requests waiting for a slot, all bands together (0: 429 at once)', '256')
     .option('--flow-queue-ttl-ms <ms>', 'flow control: longest wait for a slot, then 429 with Retry-After', '5000')
-    .option('--priority-bands <shares>', "flow control: each priority band's share of the caps and the queue, lowest band first (x-headroom-priority 0..n-1; no header: the top band)", '1');
+    .option('--priority-bands <shares>', "flow control: each priority band's share of the caps and the queue, lowest band first (x-headroom-priority 0..n-1; no header: the top band)", '1')
+    .option('--flow-redis-url <url>', 'flow control shared by several replicas: the caps hold across every process given this Redis (redis://host:port[/db]); unreachable: each serves a local share')
+    .option('--flow-replicas <n>', 'shared flow control: while Redis is unreachable each replica serves ⌊cap / n⌋ of each cap (0: the replicas last seen live in Redis)', '0')
+    .option('--flow-redis-lease-ms <ms>', "shared flow control: a replica silent this long (crashed) is dropped and its slots come back", '5000')
+    .option('--flow-redis-timeout-ms <ms>', 'shared flow control: a Redis call slower than this fails, and the replica serves its local share', '200')
+    .option('--flow-redis-poll-ms <ms>', 'shared flow control: requests waiting for capacity another replica may free are retried this often', '10');
 }
 
 export function serverConfigOf(f: ServerFlags, extra: Partial<ServerConfig> = {}): ServerConfig {
@@ -118,7 +132,7 @@ export function keysOf(f: ServerFlags): KeyRing | null {
 }
 
 /** Flow control from its flags: absent when no cap is set (nothing to count against). */
-export function flowOption(f: FlowFlags): { flow?: FlowController } {
+export function flowOption(f: FlowFlags): { flow?: FlowController | SharedFlowController } {
   const count = (name: string, v: string): number => {
     const n = int(name, v);
     if (n < 0) throw new StartupError(`--${name}: expected an integer ≥ 0, got '${v}'`);
@@ -133,12 +147,32 @@ export function flowOption(f: FlowFlags): { flow?: FlowController } {
     shares = parseBandShares(f.priorityBands);
     const limits = { maxRequests, maxInputTokens, maxTotalTokens, shares, queueSize: count('flow-queue-size', f.flowQueueSize), queueTtlMs: int('flow-queue-ttl-ms', f.flowQueueTtlMs) };
     const on = maxRequests !== Infinity || maxInputTokens !== Infinity || maxTotalTokens !== Infinity;
+    if (f.flowRedisUrl !== undefined) {
+      if (!on) throw new StartupError('--flow-redis-url: set a cap to share (--max-inflight-requests, --max-inflight-tokens or --max-inflight-total-tokens)');
+      return { flow: sharedFlow(f, f.flowRedisUrl, limits, count) };
+    }
     const flow = new FlowController(limits);
     return on || shares.length > 1 ? { flow } : {};
   } catch (err) {
     if (err instanceof StartupError) throw err;
     throw new StartupError((err as Error).message, { cause: err });
   }
+}
+
+function sharedFlow(f: FlowFlags, url: string, limits: FlowLimits, count: (name: string, v: string) => number): SharedFlowController {
+  const bad = checkRedisUrl(url);
+  if (bad !== null) throw new StartupError(`--flow-redis-url: ${bad.message}`);
+  const positive = (name: string, v: string): number => {
+    const n = int(name, v);
+    if (n < 1) throw new StartupError(`--${name}: expected an integer ≥ 1, got '${v}'`);
+    return n;
+  };
+  const leaseMs = positive('flow-redis-lease-ms', f.flowRedisLeaseMs);
+  if (leaseMs < 30) throw new StartupError(`--flow-redis-lease-ms: expected at least 30 ms, got '${f.flowRedisLeaseMs}'`);
+  const timeoutMs = positive('flow-redis-timeout-ms', f.flowRedisTimeoutMs);
+  if (timeoutMs >= leaseMs) throw new StartupError(`--flow-redis-timeout-ms: expected less than --flow-redis-lease-ms (${leaseMs}), got '${f.flowRedisTimeoutMs}'`);
+  const store = new RedisStore({ url, leaseMs, timeoutMs });
+  return new SharedFlowController(limits, store, { replicas: count('flow-replicas', f.flowReplicas), leaseMs, pollMs: positive('flow-redis-poll-ms', f.flowRedisPollMs) });
 }
 
 /** What the signal handler drives: a server that can drain. */

@@ -17,6 +17,8 @@ interface GateFlags {
   parallel?: number;
   url?: string;
   out?: string;
+  confirm: boolean;
+  maxSlipP99Ms?: number;
 }
 
 const positive = (v: string): number => {
@@ -41,13 +43,15 @@ export function registerGateCommand(program: Command): void {
     .option('--parallel <n>', "the server's sequence slots (default: the baseline's; a test breaks the scheduler with 1)", positiveInt)
     .option('--url <url>', 'drive this server instead of starting one per rate')
     .option('--out <dir>', 'result folder (default results/runs/gate-<time>)')
+    .option('--max-slip-p99-ms <ms>', "the generator is behind its schedule (an invalid run) above this slip p99 (default: the baseline's; tests on a loaded machine raise it)", positive)
+    .option('--no-confirm', 'judge one run only (default: a rate that regressed is measured again, and the regression stands only if that run regresses too)')
     .action(async (f: GateFlags) => {
       process.exitCode = await gate(f);
     });
 }
 
 async function gate(f: GateFlags): Promise<number> {
-  const { DEFAULT_THRESHOLDS, invalidReasons, judge, renderVerdict } = await import('../../harness/gate/judge.ts');
+  const { DEFAULT_THRESHOLDS, confirmVerdict, invalidReasons, judge, regressedRates, renderVerdict } = await import('../../harness/gate/judge.ts');
   const { DEFAULT_GATE_CONFIG, runGate } = await import('../../harness/gate/run.ts');
   const { readBaseline, writeBaseline } = await import('../../harness/gate/baseline.ts');
   const log = (line: string): void => void process.stderr.write(line + '\n');
@@ -63,6 +67,7 @@ async function gate(f: GateFlags): Promise<number> {
     ...(f.writeBaseline && f.rates !== undefined ? { rates: f.rates } : {}),
     ...(f.durationS === undefined ? {} : { durationS: f.durationS }),
     ...(f.parallel === undefined ? {} : { parallel: f.parallel }),
+    ...(f.maxSlipP99Ms === undefined ? {} : { maxSlipP99Ms: f.maxSlipP99Ms }),
   };
   const thresholds = baseline?.thresholds ?? DEFAULT_THRESHOLDS;
   const out = f.out ?? path.join('results', 'runs', `gate-${new Date().toISOString().replace(/[:.]/g, '-')}`);
@@ -83,7 +88,15 @@ async function gate(f: GateFlags): Promise<number> {
     return 0;
   }
 
-  const verdict = judge(run.measurements, baseline?.rates ?? [], thresholds);
+  let verdict = judge(run.measurements, baseline?.rates ?? [], thresholds);
+  const again = regressedRates(verdict);
+  if (f.confirm && again.length > 0) {
+    // The same arrivals as the first run (and the baseline): what differs between the two runs is the machine.
+    log(`gate: ${again.join(', ')} req/s regressed; measuring ${again.length === 1 ? 'it' : 'them'} once more to confirm`);
+    const confirmation = await runGate({ ...config, rates: again }, path.join(out, 'confirm'), { ...(f.url === undefined ? {} : { url: f.url }), log, seedOf: (rate) => config.seed + config.rates.indexOf(rate) });
+    for (const p of confirmation.problems) log(`gate: confirmation: ${p}`);
+    verdict = confirmVerdict(verdict, confirmation.measurements, thresholds);
+  }
   const text = `${renderVerdict(verdict, thresholds)}\n${run.problems.map((p) => `  - ${p}\n`).join('')}gate: ${config.rates.length} rates x ${config.durationS} s in ${seconds.toFixed(0)} s; records in ${out}\n`;
   process.stdout.write(text);
   await mkdir(out, { recursive: true });

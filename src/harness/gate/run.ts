@@ -94,10 +94,10 @@ function benchConfig(c: GateConfig, url: string, rate: number, seed: number): Be
 }
 
 /**
- * Runs every rate of `c` into `outDir/rate-<r>/`. With `url`, drives that server instead of
+ * Runs every rate of `c` into `outDir/rate-<r>/` (the i-th rate with seed c.seed + i, unless `seedOf` says otherwise). With `url`, drives that server instead of
  * starting one per rate (the server's flags are then whatever it was started with).
  */
-export async function runGate(c: GateConfig, outDir: string, opts: { url?: string; log?: (line: string) => void } = {}): Promise<GateRunResult> {
+export async function runGate(c: GateConfig, outDir: string, opts: { url?: string; log?: (line: string) => void; seedOf?: (rate: number, index: number) => number } = {}): Promise<GateRunResult> {
   const log = opts.log ?? (() => {});
   const measurements: RateMeasurement[] = [];
   const problems: string[] = [];
@@ -107,7 +107,7 @@ export async function runGate(c: GateConfig, outDir: string, opts: { url?: strin
     let server: ServeChild | null = null;
     try {
       if (opts.url === undefined) server = await startServer(c, path.join(dir, 'server.log'));
-      const cfg = benchConfig(c, opts.url ?? server?.url ?? '', rate, c.seed + i);
+      const cfg = benchConfig(c, opts.url ?? server?.url ?? '', rate, opts.seedOf?.(rate, i) ?? c.seed + i);
       const down = await unreachable(cfg);
       if (down !== null) {
         problems.push(`${rate} req/s: ${down}`);
