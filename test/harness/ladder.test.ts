@@ -3,7 +3,7 @@
 // complete, then rerun with the same flags: the rerun starts servers only for the runs that were
 // missing (the half-written one included), the index has every run with its probe, the rung order
 // rotates between rates, the arrivals were on disk before the first run, and a resume with other
-// settings is refused.
+// settings is refused. A rung-5 run writes its admission trace and the report reads coverage from it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -97,5 +97,25 @@ test('bad flags give one clear line', async () => {
     assert.equal(r.code, 1, r.stderr);
     assert.match(r.stderr, msg);
     assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+  }
+});
+
+test('rung 5 runs write their admission trace, and the report reads coverage from it', { timeout: 120_000 }, async () => {
+  const out = mkdtempSync(path.join(os.tmpdir(), 'headroom-ladder-r5-'));
+  try {
+    const args = ['--runner', 'mock', '--rungs', '5-admission-95', '--rates', '6', '--seeds', '2', '--duration-s', '3', '--warmup-s', '0.5', '--slo-ms', '2000', '--timeout-s', '8', '--no-progress'];
+    const r = await runCli(['ladder', '--out', out, ...args], {}, 100_000);
+    assert.equal(r.code, 0, r.stderr);
+    const row = JSON.parse(readFileSync(path.join(out, 'runs', 'rate-6/seed-2/5-admission-95', 'row.json'), 'utf8')) as { trace_file: string | null; probe_ms: number | null };
+    assert.equal(row.trace_file, 'admission-trace.jsonl');
+    assert.ok(row.probe_ms !== null, 'the probe passed admission (operator bypass)');
+    const trace = readFileSync(path.join(out, 'runs', 'rate-6/seed-2/5-admission-95', row.trace_file), 'utf8').trim().split('\n');
+    assert.ok(trace.length > 5, `trace rows: ${trace.length}`);
+    const rep = await runCli(['report', out], {}, 100_000);
+    assert.equal(rep.code, 0, rep.stderr);
+    const coverage = readFileSync(path.join(out, 'report', 'tables', 'coverage.md'), 'utf8');
+    assert.match(coverage, /\| 5 \+ conformal admission \(95%\) \| 95% \| \d+\.\d% \| [1-9]\d* \|/);
+  } finally {
+    rmSync(out, { recursive: true, force: true });
   }
 });
