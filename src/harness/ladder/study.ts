@@ -22,7 +22,7 @@ import type { GeneratorValidation } from '../run.ts';
 import { resolveModel, runBench } from '../run.ts';
 import { machineProbe, sourceInfo } from '../provenance.ts';
 import type { ServeChild } from '../serve-child.ts';
-import { startServe } from '../serve-child.ts';
+import { REPO_ROOT, startServe } from '../serve-child.ts';
 import { verifyArrivals, writeArrivals } from './arrivals.ts';
 import type { LadderConfig } from './config.ts';
 import { benchConfigFor, serveArgsFor, validateLadderConfig } from './config.ts';
@@ -149,6 +149,15 @@ async function appendEvent(studyDir: string, e: Record<string, unknown>): Promis
   await appendFile(path.join(studyDir, 'events.jsonl'), JSON.stringify({ at: new Date().toISOString(), ...e }) + '\n');
 }
 
+/**
+ * A path as the server (working directory: the repository root) should be given it: relative when
+ * it is inside the repository, so no machine path reaches the server's /stats and so meta.json.
+ */
+function serverPath(p: string): string {
+  const rel = path.relative(REPO_ROOT, path.resolve(p));
+  return rel.startsWith('..') || path.isAbsolute(rel) ? path.resolve(p) : rel;
+}
+
 const loadavg = (): number[] => os.loadavg().map((v) => Number(v.toFixed(2)));
 
 async function runOne(config: LadderConfig, studyDir: string, run: PlannedRun, env: Record<string, string>, keys: { user: string; operator: string }): Promise<LadderRow> {
@@ -175,8 +184,7 @@ async function runOne(config: LadderConfig, studyDir: string, run: PlannedRun, e
     const bench = benchConfigFor(config, 'http://127.0.0.1:1', run.rate, run.seed, { authorization: `Bearer ${keys.user}` });
     await verifyArrivals(studyDir, run.rate, run.seed, bench);
     await appendEvent(studyDir, { event: 'server-start', run: run.runId });
-    // The server runs in the repository root, so the trace path is passed absolute; the row records it relative to the run.
-    server = await startServe(serveArgsFor(config, rung.serveFlags, rung.guarantee === null ? null : path.resolve(dir, TRACE_FILE)), path.join(dir, 'server.log'), env);
+    server = await startServe(serveArgsFor(config, rung.serveFlags, rung.guarantee === null ? null : serverPath(path.join(dir, TRACE_FILE))), path.join(dir, 'server.log'), env);
     const cfg = { ...bench, url: server.url };
     const model = await resolveModel(cfg);
     const probe = await runProbe(server.url, model, keys.operator);
