@@ -7,20 +7,15 @@
 // timer, not computed, so the gate measures the scheduler's and admission's decisions rather than
 // how fast (or how shared) the CI machine is. What is left of the machine is the JS around each
 // step (HTTP, SSE, the step loop), a small share of a step at speed 1 (docs/ci-gate.md).
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
-import { createWriteStream } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { BenchConfig } from '../run.ts';
 import { runBench, unreachable } from '../run.ts';
 import { summarize } from '../report.ts';
 import type { GeneratorValidation } from '../run.ts';
 import type { RateMeasurement } from './judge.ts';
-
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-const BIN = path.join(ROOT, 'bin/headroom.mjs');
+import type { ServeChild } from '../serve-child.ts';
+import { startServe } from '../serve-child.ts';
 
 /** Everything that decides what the gate measures; the baseline records it and a run reuses it. */
 export interface GateConfig {
@@ -85,42 +80,8 @@ export interface GateRunResult {
   readonly problems: string[];
 }
 
-interface Server {
-  readonly url: string;
-  /** Resolves when the process exits (with its code). */
-  readonly exited: Promise<number | null>;
-  stop(): Promise<void>;
-}
-
-async function startServer(c: GateConfig, logFile: string): Promise<Server> {
-  const child: ChildProcess = spawn(process.execPath, [BIN, ...serveArgs(c)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  const log = createWriteStream(logFile);
-  let out = '';
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const url = await new Promise<string>((resolve, reject) => {
-    const onData = (b: Buffer): void => {
-      log.write(b);
-      out += b.toString();
-      const m = /serving .* on (http:\/\/[\d.:]+); ready/.exec(out);
-      if (m?.[1] !== undefined) resolve(m[1]);
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', onData);
-    void exited.then((code) => reject(new Error(`headroom serve exited with code ${String(code)} before it was ready: ${out.trim().split('\n').at(-1) ?? ''}`)));
-  });
-  return {
-    url,
-    exited,
-    stop: async () => {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill('SIGTERM');
-        const killer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-        await exited;
-        clearTimeout(killer);
-      }
-      log.end();
-    },
-  };
+async function startServer(c: GateConfig, logFile: string): Promise<ServeChild> {
+  return startServe(serveArgs(c), logFile);
 }
 
 function benchConfig(c: GateConfig, url: string, rate: number, seed: number): BenchConfig {
@@ -143,7 +104,7 @@ export async function runGate(c: GateConfig, outDir: string, opts: { url?: strin
   for (const [i, rate] of c.rates.entries()) {
     const dir = path.join(outDir, `rate-${rate}`);
     await mkdir(dir, { recursive: true });
-    let server: Server | null = null;
+    let server: ServeChild | null = null;
     try {
       if (opts.url === undefined) server = await startServer(c, path.join(dir, 'server.log'));
       const cfg = benchConfig(c, opts.url ?? server?.url ?? '', rate, opts.seedOf?.(rate, i) ?? c.seed + i);
