@@ -1,0 +1,171 @@
+// What a burst watches besides its own connections: a /health probe every 100 ms, each on a new
+// connection (as kubelet's httpGet probe does: a kept-alive socket would dodge the connection bound
+// that a real probe must get through), and the resident memory of the server processes, read from
+// /proc/<pid>/status every 100 ms (VmHWM, the kernel's own high-water mark, backs the sampled peak).
+// Also the one-shot reads of /stats and /metrics, on their own short-lived connections so that
+// nothing of the burst's observer stays open on the server.
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+
+export interface HttpAnswer {
+  readonly status: number;
+  readonly body: string;
+}
+
+/** GET `path` on a fresh connection; null if no answer within `timeoutMs` or the socket failed. */
+export function get(baseUrl: string, path: string, timeoutMs: number): Promise<HttpAnswer | null> {
+  return send(baseUrl, 'GET', path, null, timeoutMs);
+}
+
+/** POST a JSON `body` to `path` on a fresh connection, the answer read to its end. */
+export function post(baseUrl: string, path: string, body: string, timeoutMs: number): Promise<HttpAnswer | null> {
+  return send(baseUrl, 'POST', path, body, timeoutMs);
+}
+
+function send(baseUrl: string, method: string, path: string, body: string | null, timeoutMs: number): Promise<HttpAnswer | null> {
+  return new Promise((resolve) => {
+    const headers = { connection: 'close', ...(body === null ? {} : { 'content-type': 'application/json' }) };
+    const req = http.request(new URL(path, baseUrl), { method, agent: false, headers, timeout: timeoutMs }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+      res.on('error', () => resolve(null));
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(null));
+    req.end(body ?? undefined);
+  });
+}
+
+export async function getJson(baseUrl: string, path: string, timeoutMs = 5000): Promise<Record<string, unknown> | null> {
+  const a = await get(baseUrl, path, timeoutMs);
+  if (a === null || a.status !== 200) return null;
+  return JSON.parse(a.body) as Record<string, unknown>;
+}
+
+/** Sums of each Prometheus counter named in `names`, per value of `label` (other labels summed over). */
+export async function scrapeCounters(baseUrl: string, names: readonly string[], label: string): Promise<Record<string, Record<string, number>>> {
+  const a = await get(baseUrl, '/metrics', 5000);
+  const out: Record<string, Record<string, number>> = {};
+  for (const n of names) out[n] = {};
+  if (a === null) return out;
+  for (const line of a.body.split('\n')) {
+    const m = /^([a-z_:]+)\{([^}]*)\} ([0-9.e+-]+)$/.exec(line);
+    if (m === null || !names.includes(m[1]!)) continue;
+    const key = new RegExp(`${label}="([^"]*)"`).exec(m[2]!)?.[1] ?? '';
+    const series = out[m[1]!]!;
+    series[key] = (series[key] ?? 0) + Number(m[3]);
+  }
+  return out;
+}
+
+/** Counters after minus before, dropping zeros. */
+export function counterDelta(before: Record<string, Record<string, number>>, after: Record<string, Record<string, number>>): Record<string, Record<string, number>> {
+  const out: Record<string, Record<string, number>> = {};
+  for (const [name, series] of Object.entries(after)) {
+    out[name] = {};
+    for (const [k, v] of Object.entries(series)) {
+      const d = v - (before[name]?.[k] ?? 0);
+      if (d !== 0) out[name][k] = d;
+    }
+  }
+  return out;
+}
+
+export interface HealthSummary {
+  readonly numPolls: number;
+  /** Polls answered 200 within the timeout. */
+  readonly numAnswered: number;
+  readonly answeredShare: number;
+  /** Over answered polls, ms. */
+  readonly maxLatencyMs: number;
+  readonly p99LatencyMs: number;
+  /** The longest stretch without an answered poll, ms (from one answered poll's start to the next's end). */
+  readonly longestGapMs: number;
+}
+
+/** Polls GET /health every `everyMs` on a new connection each time, until stop(). */
+export class HealthPoller {
+  readonly #polls: Promise<{ startMs: number; latencyMs: number | null }>[] = [];
+  readonly #timer: NodeJS.Timeout;
+
+  constructor(baseUrl: string, everyMs = 100, timeoutMs = 1000) {
+    this.#timer = setInterval(() => {
+      const startMs = performance.now();
+      this.#polls.push(get(baseUrl, '/health', timeoutMs).then((a) => ({ startMs, latencyMs: a?.status === 200 ? performance.now() - startMs : null })));
+    }, everyMs);
+  }
+
+  async stop(): Promise<HealthSummary> {
+    clearInterval(this.#timer);
+    const polls = await Promise.all(this.#polls);
+    const answered = polls.filter((p) => p.latencyMs !== null);
+    const lat = answered.map((p) => p.latencyMs!).sort((a, b) => a - b);
+    let longestGapMs = 0;
+    let lastEndMs = polls[0]?.startMs ?? 0;
+    for (const p of answered) {
+      longestGapMs = Math.max(longestGapMs, p.startMs + p.latencyMs! - lastEndMs);
+      lastEndMs = p.startMs + p.latencyMs!;
+    }
+    return {
+      numPolls: polls.length,
+      numAnswered: answered.length,
+      answeredShare: polls.length === 0 ? 0 : answered.length / polls.length,
+      maxLatencyMs: lat.at(-1) ?? 0,
+      p99LatencyMs: lat[Math.min(lat.length - 1, Math.floor(lat.length * 0.99))] ?? 0,
+      longestGapMs,
+    };
+  }
+}
+
+export interface RssSummary {
+  readonly pid: number;
+  /** Before the burst, MiB. */
+  readonly startMiB: number;
+  /** Largest sample, MiB. */
+  readonly peakMiB: number;
+  /** VmHWM at the end: the process's peak since it started, MiB (catches a spike between samples). */
+  readonly hwmMiB: number;
+  /** After the burst and the return to idle, MiB. */
+  readonly endMiB: number;
+  readonly numSamples: number;
+}
+
+/** Reads a /proc/<pid>/status field in MiB, or null once the process is gone. */
+export function procStatusMiB(pid: number, field: 'VmRSS' | 'VmHWM'): number | null {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
+    return m === null ? null : Number(m[1]) / 1024;
+  } catch {
+    return null;
+  }
+}
+
+/** Samples VmRSS of `pid` every `everyMs` until stop(). */
+export class RssSampler {
+  readonly #pid: number;
+  readonly #startMiB: number;
+  readonly #timer: NodeJS.Timeout;
+  #peakMiB: number;
+  #numSamples = 0;
+
+  constructor(pid: number, everyMs = 100) {
+    this.#pid = pid;
+    this.#startMiB = procStatusMiB(pid, 'VmRSS') ?? 0;
+    this.#peakMiB = this.#startMiB;
+    this.#timer = setInterval(() => {
+      const v = procStatusMiB(pid, 'VmRSS');
+      if (v === null) return;
+      this.#numSamples++;
+      this.#peakMiB = Math.max(this.#peakMiB, v);
+    }, everyMs);
+  }
+
+  stop(): RssSummary {
+    clearInterval(this.#timer);
+    const end = procStatusMiB(this.#pid, 'VmRSS') ?? 0;
+    return { pid: this.#pid, startMiB: this.#startMiB, peakMiB: Math.max(this.#peakMiB, end), hwmMiB: procStatusMiB(this.#pid, 'VmHWM') ?? 0, endMiB: end, numSamples: this.#numSamples };
+  }
+}
