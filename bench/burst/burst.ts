@@ -5,7 +5,7 @@
 //
 //   node --import tsx bench/burst/burst.ts --mode engine|gateway [--connections 20000] [--clients N]
 //     [--addresses 128] [--max-inflight-requests 32] [--flow-queue-size 64] [--flow-queue-ttl-ms 2000]
-//     [--max-tokens 8] [--timeout-ms 120000] [--server-args '...'] [--out results/burst/engine]
+//     [--max-tokens 8] [--timeout-ms 120000] [--server-args '...'] [--fd-limit N] [--out results/burst/engine]
 //
 // --clients defaults to one client process per 5,000 connections (a process may hold at most
 // `ulimit -n` sockets); --addresses spreads the connections over that many loopback source
@@ -30,6 +30,7 @@ const { values } = parseArgs({
     'max-tokens': { type: 'string', default: '8' },
     'timeout-ms': { type: 'string', default: '120000' },
     'server-args': { type: 'string', default: '' },
+    'fd-limit': { type: 'string' },
     out: { type: 'string' },
   },
 });
@@ -39,7 +40,7 @@ const numConnections = Number(values.connections);
 const caps = { maxInflightRequests: Number(values['max-inflight-requests']), flowQueueSize: Number(values['flow-queue-size']), flowQueueTtlMs: Number(values['flow-queue-ttl-ms']) };
 const extra = values['server-args'].split(' ').filter((a) => a !== '');
 
-const servers = await startTarget(mode, caps, extra);
+const servers = await startTarget(mode, caps, extra, values['fd-limit'] === undefined ? {} : { fdLimit: Number(values['fd-limit']) });
 let report: BurstReport;
 try {
   report = await runBurst({
@@ -73,8 +74,9 @@ export function formatReport(what: string, r: BurstReport): string {
     lines.push(`  ${k.padEnd(28)} ${String(n).padStart(6)}  (${((100 * n) / r.numConnections).toFixed(1)}%; ms p50 ${l.p50}, p99 ${l.p99}, max ${l.max})`);
   }
   const h = r.health;
-  lines.push(`/health: ${h.numAnswered}/${h.numPolls} polls answered (${(100 * h.answeredShare).toFixed(1)}%), latency p99 ${h.p99LatencyMs.toFixed(0)} ms, max ${h.maxLatencyMs.toFixed(0)} ms, longest gap ${h.longestGapMs.toFixed(0)} ms`);
+  lines.push(`/health: ${h.numAnswered}/${h.numPolls} polls answered (${(100 * h.answeredShare).toFixed(1)}%; within 1 s ${(100 * h.within1sShare).toFixed(1)}%), latency p99 ${h.p99LatencyMs.toFixed(0)} ms, max ${h.maxLatencyMs.toFixed(0)} ms, longest gap ${h.longestGapMs.toFixed(0)} ms; unanswered: ${JSON.stringify(h.failures)}`);
   for (const [name, m] of Object.entries(r.rss)) lines.push(`RSS ${name}: start ${m.startMiB.toFixed(0)} MiB, peak ${m.peakMiB.toFixed(0)} MiB (VmHWM ${m.hwmMiB.toFixed(0)}), end ${m.endMiB.toFixed(0)} MiB, ${m.numSamples} samples`);
+  for (const [name, h] of Object.entries(r.held)) lines.push(`held ${name}: ${JSON.stringify(h)}`);
   for (const [name, s] of Object.entries(r.server)) {
     lines.push(`server ${name}: connections ${JSON.stringify(s.connections)}`);
     for (const [c, v] of Object.entries(s.counters)) lines.push(`  ${c} ${JSON.stringify(v)}`);

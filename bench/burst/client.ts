@@ -83,7 +83,7 @@ if (process.send !== undefined && process.argv.includes('--burst-client')) {
   process.once('message', (job: ClientJob) => {
     process.send!({ ready: true });
     process.once('message', () => {
-      void runClient(job).then((report) => process.send!({ report }, () => process.exit(0)));
+      void runClient(job).then((report) => process.send!({ report }, undefined, {}, () => process.exit(0)));
     });
   });
 }

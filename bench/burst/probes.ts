@@ -14,15 +14,16 @@ export interface HttpAnswer {
 
 /** GET `path` on a fresh connection; null if no answer within `timeoutMs` or the socket failed. */
 export function get(baseUrl: string, path: string, timeoutMs: number): Promise<HttpAnswer | null> {
-  return send(baseUrl, 'GET', path, null, timeoutMs);
+  return send(baseUrl, 'GET', path, null, timeoutMs).then((a) => (a.status === 0 ? null : a));
 }
 
 /** POST a JSON `body` to `path` on a fresh connection, the answer read to its end. */
 export function post(baseUrl: string, path: string, body: string, timeoutMs: number): Promise<HttpAnswer | null> {
-  return send(baseUrl, 'POST', path, body, timeoutMs);
+  return send(baseUrl, 'POST', path, body, timeoutMs).then((a) => (a.status === 0 ? null : a));
 }
 
-function send(baseUrl: string, method: string, path: string, body: string | null, timeoutMs: number): Promise<HttpAnswer | null> {
+/** An answer, or status 0 with why there was none in `body` (`timeout`, or the socket error's code). */
+function send(baseUrl: string, method: string, path: string, body: string | null, timeoutMs: number): Promise<HttpAnswer> {
   return new Promise((resolve) => {
     const headers = { connection: 'close', ...(body === null ? {} : { 'content-type': 'application/json' }) };
     const req = http.request(new URL(path, baseUrl), { method, agent: false, headers, timeout: timeoutMs }, (res) => {
@@ -30,10 +31,14 @@ function send(baseUrl: string, method: string, path: string, body: string | null
       res.setEncoding('utf8');
       res.on('data', (c: string) => (text += c));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-      res.on('error', () => resolve(null));
+      res.on('error', (e: NodeJS.ErrnoException) => resolve({ status: 0, body: e.code ?? 'error' }));
     });
-    req.on('timeout', () => req.destroy());
-    req.on('error', () => resolve(null));
+    let timedOut = false;
+    req.on('timeout', () => {
+      timedOut = true;
+      req.destroy();
+    });
+    req.on('error', (e: NodeJS.ErrnoException) => resolve({ status: 0, body: timedOut ? 'timeout' : (e.code ?? 'error') }));
     req.end(body ?? undefined);
   });
 }
@@ -78,22 +83,34 @@ export interface HealthSummary {
   /** Polls answered 200 within the timeout. */
   readonly numAnswered: number;
   readonly answeredShare: number;
+  /** Share of polls answered 200 within 1 s (kubelet's default probe timeout). */
+  readonly within1sShare: number;
   /** Over answered polls, ms. */
   readonly maxLatencyMs: number;
   readonly p99LatencyMs: number;
-  /** The longest stretch without an answered poll, ms (from one answered poll's start to the next's end). */
+  /** The longest stretch without an answered poll, ms (from one answered poll's end to the next's). */
   readonly longestGapMs: number;
+  /** Unanswered polls by why: `timeout`, a socket error code (ECONNRESET...), or the HTTP status. */
+  readonly failures: Record<string, number>;
 }
 
-/** Polls GET /health every `everyMs` on a new connection each time, until stop(). */
+/**
+ * Polls GET /health every `everyMs` on a new connection each time, until stop(). The timeout is the
+ * liveness probe's in deploy/k8s/engine.yaml (5 s); the share within kubelet's default 1 s is kept too.
+ */
 export class HealthPoller {
-  readonly #polls: Promise<{ startMs: number; latencyMs: number | null }>[] = [];
+  readonly #polls: Promise<{ startMs: number; latencyMs: number | null; failure: string | null }>[] = [];
   readonly #timer: NodeJS.Timeout;
 
-  constructor(baseUrl: string, everyMs = 100, timeoutMs = 1000) {
+  constructor(baseUrl: string, everyMs = 100, timeoutMs = 5000) {
     this.#timer = setInterval(() => {
       const startMs = performance.now();
-      this.#polls.push(get(baseUrl, '/health', timeoutMs).then((a) => ({ startMs, latencyMs: a?.status === 200 ? performance.now() - startMs : null })));
+      this.#polls.push(
+        send(baseUrl, 'GET', '/health', null, timeoutMs).then((a) => {
+          const ok = a.status === 200;
+          return { startMs, latencyMs: ok ? performance.now() - startMs : null, failure: ok ? null : a.status === 0 ? a.body : String(a.status) };
+        }),
+      );
     }, everyMs);
   }
 
@@ -108,10 +125,14 @@ export class HealthPoller {
       longestGapMs = Math.max(longestGapMs, p.startMs + p.latencyMs! - lastEndMs);
       lastEndMs = p.startMs + p.latencyMs!;
     }
+    const failures: Record<string, number> = {};
+    for (const p of polls) if (p.failure !== null) failures[p.failure] = (failures[p.failure] ?? 0) + 1;
     return {
+      failures,
       numPolls: polls.length,
       numAnswered: answered.length,
       answeredShare: polls.length === 0 ? 0 : answered.length / polls.length,
+      within1sShare: polls.length === 0 ? 0 : lat.filter((l) => l <= 1000).length / polls.length,
       maxLatencyMs: lat.at(-1) ?? 0,
       p99LatencyMs: lat[Math.min(lat.length - 1, Math.floor(lat.length * 0.99))] ?? 0,
       longestGapMs,
@@ -167,5 +188,49 @@ export class RssSampler {
     clearInterval(this.#timer);
     const end = procStatusMiB(this.#pid, 'VmRSS') ?? 0;
     return { pid: this.#pid, startMiB: this.#startMiB, peakMiB: Math.max(this.#peakMiB, end), hwmMiB: procStatusMiB(this.#pid, 'VmHWM') ?? 0, endMiB: end, numSamples: this.#numSamples };
+  }
+}
+
+/** The most a server held at once, from /stats samples (a sample the server did not answer is skipped). */
+export interface HeldSummary {
+  readonly numSamples: number;
+  /** Requests holding a flow-control slot. */
+  readonly maxFlowInFlight: number;
+  /** Requests in flow control's wait queue. */
+  readonly maxFlowQueued: number;
+  /** Requests the engine held (running plus waiting); engine mode only. */
+  readonly maxEngineHeld: number;
+  /** Requests the gateway was forwarding; gateway mode only. */
+  readonly maxGatewayInFlight: number;
+  /** Open client connections (the connection guard's count). */
+  readonly maxConnections: number;
+}
+
+/** Samples GET /stats every `everyMs` (on a new connection each time) for what the server holds. */
+export class StatsSampler {
+  readonly #timer: NodeJS.Timeout;
+  readonly #pending: Promise<void>[] = [];
+  #held = { numSamples: 0, maxFlowInFlight: 0, maxFlowQueued: 0, maxEngineHeld: 0, maxGatewayInFlight: 0, maxConnections: 0 };
+
+  constructor(baseUrl: string, everyMs = 100) {
+    this.#timer = setInterval(() => this.#pending.push(getJson(baseUrl, '/stats', 2000).then((s) => this.#add(s))), everyMs);
+  }
+
+  #add(stats: Record<string, unknown> | null): void {
+    if (stats === null) return;
+    const s = stats as { flow?: { inFlight: { requests: number }; queued: number[] }; engine?: { scheduler: { numRunning: number; numWaiting: number } }; gateway?: { numInFlight: number }; connections?: { numOpen: number } };
+    const h = this.#held;
+    h.numSamples++;
+    h.maxFlowInFlight = Math.max(h.maxFlowInFlight, s.flow?.inFlight.requests ?? 0);
+    h.maxFlowQueued = Math.max(h.maxFlowQueued, (s.flow?.queued ?? []).reduce((a, b) => a + b, 0));
+    h.maxEngineHeld = Math.max(h.maxEngineHeld, (s.engine?.scheduler.numRunning ?? 0) + (s.engine?.scheduler.numWaiting ?? 0));
+    h.maxGatewayInFlight = Math.max(h.maxGatewayInFlight, s.gateway?.numInFlight ?? 0);
+    h.maxConnections = Math.max(h.maxConnections, s.connections?.numOpen ?? 0);
+  }
+
+  async stop(): Promise<HeldSummary> {
+    clearInterval(this.#timer);
+    await Promise.all(this.#pending);
+    return { ...this.#held };
   }
 }

@@ -12,8 +12,8 @@ import { fork } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { ClientJob, ClientReport } from './client.ts';
-import { counterDelta, get, getJson, post, HealthPoller, RssSampler, scrapeCounters } from './probes.ts';
-import type { HealthSummary, RssSummary } from './probes.ts';
+import { counterDelta, get, getJson, post, HealthPoller, RssSampler, scrapeCounters, StatsSampler } from './probes.ts';
+import type { HealthSummary, HeldSummary, RssSummary } from './probes.ts';
 
 /** A server process the burst watches; the first one given is the one the burst hits. */
 export interface Target {
@@ -49,6 +49,8 @@ export interface BurstReport {
   readonly openMs: number;
   readonly health: HealthSummary;
   readonly rss: Record<string, RssSummary>;
+  /** Per target: the most it held at once during the burst (/stats every 100 ms). */
+  readonly held: Record<string, HeldSummary>;
   /** Per target: counter deltas over the burst (refusals by reason, flow decisions by reason, API outcomes). */
   readonly server: Record<string, { counters: Record<string, Record<string, number>>; connections: unknown }>;
   /** Every target process still running and answering /health 200 after the burst. */
@@ -84,11 +86,14 @@ export async function runBurst(opts: BurstOptions): Promise<BurstReport> {
 
   const clients = await Promise.all(Array.from({ length: opts.numClients }, (_, c) => startClient(clientJob(opts, body, c))));
   const rssSamplers = opts.targets.map((t) => new RssSampler(t.pid));
+  const statsSamplers = opts.targets.map((t) => new StatsSampler(t.url));
   const health = new HealthPoller(front.url);
   const t0 = performance.now();
   const reports = await Promise.all(clients.map((c) => c.go()));
   const burstMs = performance.now() - t0;
   const healthSummary = await health.stop();
+  const heldList = await Promise.all(statsSamplers.map((s) => s.stop()));
+  const held = Object.fromEntries(opts.targets.map((t, i) => [t.name, heldList[i]!]));
 
   const idle = await waitIdle(opts.targets, kvBaseline, opts.idleTimeoutMs);
   const rss = Object.fromEntries(opts.targets.map((t, i) => [t.name, rssSamplers[i]!.stop()]));
@@ -104,7 +109,7 @@ export async function runBurst(opts: BurstOptions): Promise<BurstReport> {
   for (const r of reports) for (const [k, v] of Object.entries(r.latenciesMs)) (latencies[k] ??= []).push(...v);
   const outcomes = Object.fromEntries(Object.entries(latencies).map(([k, v]) => [k, v.length]).sort());
   const latencyMs = Object.fromEntries(Object.entries(latencies).map(([k, v]) => [k, quantiles(v)]).sort());
-  return { numConnections: opts.numConnections, numClients: opts.numClients, numAddresses: opts.numAddresses, outcomes, latencyMs, burstMs, openMs: Math.max(...reports.map((r) => r.openMs)), health: healthSummary, rss, server, alive, idle };
+  return { numConnections: opts.numConnections, numClients: opts.numClients, numAddresses: opts.numAddresses, outcomes, latencyMs, burstMs, openMs: Math.max(...reports.map((r) => r.openMs)), health: healthSummary, rss, held, server, alive, idle };
 }
 
 function clientJob(opts: BurstOptions, body: string, c: number): ClientJob {

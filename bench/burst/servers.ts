@@ -20,9 +20,18 @@ export interface ServerProcess {
 
 const TAIL_BYTES = 8192;
 
+export interface StartOptions {
+  /** The process's open-file limit (`ulimit -n`), to stage at a small scale what a larger burst meets at the machine's. */
+  readonly fdLimit?: number;
+  readonly readyTimeoutMs?: number;
+}
+
 /** Starts `headroom <command> ...args` listening on a free loopback port; resolves once it is ready. */
-export function startServer(name: string, command: 'serve' | 'gateway', args: readonly string[], readyTimeoutMs = 60_000): Promise<ServerProcess> {
-  const proc = spawn(process.execPath, ['bin/headroom.mjs', command, '--host', '127.0.0.1', '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+export function startServer(name: string, command: 'serve' | 'gateway', args: readonly string[], opts: StartOptions = {}): Promise<ServerProcess> {
+  const readyTimeoutMs = opts.readyTimeoutMs ?? 60_000;
+  const argv = [process.execPath, 'bin/headroom.mjs', command, '--host', '127.0.0.1', '--port', '0', ...args];
+  // `exec` keeps the pid: the one whose memory is sampled is the server itself.
+  const proc = opts.fdLimit === undefined ? spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] }) : spawn('/bin/sh', ['-c', `ulimit -n ${opts.fdLimit} && exec "$@"`, 'sh', ...argv], { stdio: ['ignore', 'pipe', 'pipe'] });
   let tail = '';
   let exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
   const exited = new Promise<void>((resolve) =>
@@ -82,13 +91,14 @@ export function capArgs(caps: Caps): string[] {
 
 /**
  * Engine mode: one mock-runner `serve` with the caps. Gateway mode: a mock-runner `serve` with its
- * defaults behind a `gateway` with the caps. The first process is the one the burst hits.
+ * defaults behind a `gateway` with the caps. The first process is the one the burst hits; `opts`
+ * apply to it (the upstream only ever sees the gateway's connections).
  */
-export async function startTarget(mode: 'engine' | 'gateway', caps: Caps, extra: readonly string[] = []): Promise<ServerProcess[]> {
-  if (mode === 'engine') return [await startServer('engine', 'serve', ['--runner', 'mock', ...capArgs(caps), ...extra])];
+export async function startTarget(mode: 'engine' | 'gateway', caps: Caps, extra: readonly string[] = [], opts: StartOptions = {}): Promise<ServerProcess[]> {
+  if (mode === 'engine') return [await startServer('engine', 'serve', ['--runner', 'mock', ...capArgs(caps), ...extra], opts)];
   const upstream = await startServer('upstream', 'serve', ['--runner', 'mock']);
   try {
-    const gateway = await startServer('gateway', 'gateway', ['--upstream', upstream.url, ...capArgs(caps), ...extra]);
+    const gateway = await startServer('gateway', 'gateway', ['--upstream', upstream.url, ...capArgs(caps), ...extra], opts);
     return [gateway, upstream];
   } catch (e) {
     await upstream.stop();
