@@ -5,7 +5,7 @@
 //
 //   node --import tsx bench/burst/burst.ts --mode engine|gateway [--connections 20000] [--clients N]
 //     [--addresses 128] [--max-inflight-requests 32] [--flow-queue-size 64] [--flow-queue-ttl-ms 2000]
-//     [--max-tokens 8] [--timeout-ms 120000] [--server-args '...'] [--fd-limit N] [--out results/burst/engine]
+//     [--max-tokens 8] [--timeout-ms 120000] [--server-args='...'] [--fd-limit N] [--out results/burst/engine]
 //
 // --clients defaults to one client process per 5,000 connections (a process may hold at most
 // `ulimit -n` sockets); --addresses spreads the connections over that many loopback source

@@ -107,8 +107,9 @@ export async function runBurst(opts: BurstOptions): Promise<BurstReport> {
 
   const latencies: Record<string, number[]> = {};
   for (const r of reports) for (const [k, v] of Object.entries(r.latenciesMs)) (latencies[k] ??= []).push(...v);
-  const outcomes = Object.fromEntries(Object.entries(latencies).map(([k, v]) => [k, v.length]).sort());
-  const latencyMs = Object.fromEntries(Object.entries(latencies).map(([k, v]) => [k, quantiles(v)]).sort());
+  const kinds = Object.keys(latencies).sort();
+  const outcomes: Record<string, number> = Object.fromEntries(kinds.map((k) => [k, latencies[k]!.length]));
+  const latencyMs: BurstReport['latencyMs'] = Object.fromEntries(kinds.map((k) => [k, quantiles(latencies[k]!)]));
   return { numConnections: opts.numConnections, numClients: opts.numClients, numAddresses: opts.numAddresses, outcomes, latencyMs, burstMs, openMs: Math.max(...reports.map((r) => r.openMs)), health: healthSummary, rss, held, server, alive, idle };
 }
 

@@ -71,7 +71,7 @@ function assertBurst({ report: r, servers, exitsBeforeStop }: Run): void {
   assert.deepEqual(exitsBeforeStop, servers.map(() => null));
   for (const s of servers) assert.deepEqual(s.exit(), { code: 0, signal: null }, `${s.name} exit; output: ${s.tail()}`);
   // Every connection ended in exactly one counted kind.
-  assert.equal(Object.values(r.outcomes).reduce((a, b) => a + b, 0), NUM_CONNECTIONS);
+  assert.equal(Object.values(r.outcomes).reduce((a, b) => a + b, 0), NUM_CONNECTIONS, `outcomes: ${summary}`);
   const unexpected = Object.keys(r.outcomes).filter((k) => !isCleanOutcome(k) && !EVICTED.has(k));
   assert.deepEqual(unexpected, [], `outcomes other than answers, refusals and evictions: ${summary}`);
   assert.ok((r.outcomes['ok'] ?? 0) > 0, 'some requests were served');
@@ -79,7 +79,7 @@ function assertBurst({ report: r, servers, exitsBeforeStop }: Run): void {
   const guard = front.connections as { numEvicted: number; numOverflow: number };
   const numEvictedSeen = [...EVICTED].reduce((a, k) => a + (r.outcomes[k] ?? 0), 0);
   assert.ok(numEvictedSeen <= guard.numEvicted, `${numEvictedSeen} connections closed without an answer, the guard evicted ${guard.numEvicted}`);
-  assert.ok((r.outcomes['503 too_many_connections'] ?? 0) <= guard.numOverflow);
+  assert.ok((r.outcomes['503 too_many_connections'] ?? 0) <= guard.numOverflow, `503 too_many_connections beyond the front door's overflow count: ${summary}`);
   // 429s: flow control's refusals, each one counted by the server.
   const num429 = Object.entries(r.outcomes).filter(([k]) => k.startsWith('429 ')).reduce((a, [, n]) => a + n, 0);
   assert.equal(num429, front.counters['headroom_refusals_total']?.['flow_cap'] ?? 0, `client 429s vs server flow_cap refusals: ${summary}`);
