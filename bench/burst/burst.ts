@@ -58,14 +58,16 @@ try {
 }
 const exits = Object.fromEntries(servers.map((s) => [s.name, s.exit()]));
 const out = { mode, caps, serverArgs: extra, ...report, exits };
+const text = formatReport(mode, report);
 if (values.out !== undefined) {
   mkdirSync(values.out, { recursive: true });
   writeFileSync(path.join(values.out, 'report.json'), `${JSON.stringify(out, null, 2)}\n`);
+  writeFileSync(path.join(values.out, 'summary.txt'), `${text}\n`);
 }
-process.stdout.write(`${formatReport(mode, report)}\n`);
+process.stdout.write(`${text}\n`);
 process.exit(report.alive && report.idle.reached ? 0 : 1);
 
-export function formatReport(what: string, r: BurstReport): string {
+function formatReport(what: string, r: BurstReport): string {
   const lines = [`burst (${what}): ${r.numConnections} connections from ${r.numClients} client processes over ${r.numAddresses || 1} source addresses; opened in ${Math.round(r.openMs)} ms, all ended in ${(r.burstMs / 1000).toFixed(1)} s`];
   const sum = Object.values(r.outcomes).reduce((a, b) => a + b, 0);
   lines.push(`outcomes (sum ${sum}):`);
