@@ -1,16 +1,27 @@
 // A burst of connections against each mode, at a size CI can afford (bench/burst/burst.ts runs the
-// full 20,000; results/burst/README.md has those numbers). What 20,000 connections against a
-// 20,000-descriptor process stage at full size is staged here at a quarter: 5,000 connections
-// against a server whose open-file limit is 4,096, so the connection guard's bound and its fd
-// margin are both passed, as they are at full size. The server keeps its default connection bounds
-// (1,024 open, 256 per address); the clients spread over 128 loopback addresses, as a crowd would,
-// so the total bound is the one met. Capacity is small: 32 requests in flight, a flow queue of 64.
+// full 20,000; results/burst/README.md has those numbers and the runs behind the choices here).
+// 5,000 connections at once: each test takes 5–10 s on 2 busy cores (under a minute with room for
+// a slower runner), and the burst still passes every bound the full one meets. On this kind of
+// machine a server holds at most ~1,000 connections at once however many arrive (it refuses as
+// fast as it accepts; the kernel's backlog holds the rest), so against the machine's 20,000
+// descriptors no burst here would ever near the limit: the server runs with an open-file limit of
+// 1,024 (the usual soft default), which it does meet, so the connection guard's fd margin is
+// exercised as well as its bound. The server keeps its default connection bounds (1,024 open, 256
+// per address); the clients spread over 128 loopback addresses (39 connections each), as a crowd
+// would, so the total bound is the one met. Capacity is small: 32 requests in flight, a flow queue
+// of 64 with a 2 s TTL.
 //
 // Every connection must end in an answer or a refusal the server counted (the outcome kinds sum to
 // N; 429s equal the server's flow_cap refusals; connections closed without an answer are at most
-// the guard's evictions), the caps must hold (never more than 32 requests in the engine), /health
-// must answer every poll, resident memory must stay under RSS_BOUND_MIB, no process may exit, and
+// the guard's evictions), the caps must hold (never more than 32 requests in flight nor 64 queued),
+// /health must answer every poll (within the liveness probe's 5 s), resident memory must stay under
+// RSS_BOUND_MIB, no process may exit before it is stopped (and then it drains, exit 0), and
 // afterwards every server must be idle: nothing in flight or queued, KV blocks back, no socket left.
+//
+// Seen failing (results/burst/README.md): with the connection guard disabled (closed connections
+// the guard did not evict, /health reset), with the flow request cap ignored (engine held 731 at
+// once; in gateway mode the upstream's per-address bound answered 503 too_many_connections), with
+// the flow queue bound ignored (981 queued), and with one flow ticket in 50 never released (not idle).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { readFdLimit } from '../../src/api/connections.ts';
@@ -22,17 +33,19 @@ import type { Caps, ServerProcess } from '../../bench/burst/servers.ts';
 
 const NUM_CONNECTIONS = Number(process.env['BURST_N'] ?? 5000);
 const CAPS: Caps = { maxInflightRequests: 32, flowQueueSize: 64, flowQueueTtlMs: 2000 };
-/** The server's open-file limit: below the burst, as 20,000 connections are against a 20,000 limit. */
-const SERVER_FD_LIMIT = Math.min(Number(process.env['BURST_FD'] ?? 4096), readFdLimit());
+/** The server's open-file limit: one the burst reaches (see the header). */
+const SERVER_FD_LIMIT = Math.min(Number(process.env['BURST_FD'] ?? 1024), readFdLimit());
 /** Client sockets per client process: under this process's limit (which the children inherit). */
 const PER_CLIENT = Math.min(2500, readFdLimit() - 256);
 /**
- * Resident memory bound per server process, MiB. Measured (results/burst/README.md): an idle
- * mock-runner server holds about 140 MiB and the bursts here peaked at PEAK; the bound leaves a
- * margin of MARGIN over that for a slower or differently laid-out machine, and still fails a server
- * that holds every connection's request (that costs more: see the README's breakage runs).
+ * Resident memory bound per server process, MiB. Measured (results/burst/README.md): idle servers
+ * hold 135–150 MiB; in seven 5,000-connection bursts per mode the peaks were 176–201 MiB (engine),
+ * 205–229 MiB (gateway), 148–156 MiB (its upstream). 300 MiB is 30% over the highest peak, for a
+ * slower machine and GC timing. It guards against gross growth (a server that buffered what it
+ * should refuse); it is not what catches a broken cap: with the flow cap removed the peaks were
+ * 232–237 MiB, and the held-request assertion is the one that failed.
  */
-const RSS_BOUND_MIB = 260;
+const RSS_BOUND_MIB = 300;
 /** Outcomes a burst may have: an answer, a counted refusal, or a connection the guard evicted. */
 const EVICTED = new Set(['closed', 'reset']);
 
