@@ -39,7 +39,7 @@ const SERVER_FD_LIMIT = Math.min(Number(process.env['BURST_FD'] ?? 1024), readFd
 const PER_CLIENT = Math.min(2500, readFdLimit() - 256);
 /**
  * Resident memory bound per server process, MiB. Measured (results/burst/README.md): idle servers
- * hold 135–150 MiB; in seven 5,000-connection bursts per mode the peaks were 176–201 MiB (engine),
+ * hold 135–150 MiB; in five 5,000-connection bursts per mode (two at a 4,096-descriptor limit, three at 1,024) the peaks were 176–201 MiB (engine),
  * 205–229 MiB (gateway), 148–156 MiB (its upstream). 300 MiB is 30% over the highest peak, for a
  * slower machine and GC timing. It guards against gross growth (a server that buffered what it
  * should refuse); it is not what catches a broken cap: with the flow cap removed the peaks were
