@@ -83,6 +83,7 @@ function formatReport(what: string, r: BurstReport): string {
     lines.push(`server ${name}: connections ${JSON.stringify(s.connections)}`);
     for (const [c, v] of Object.entries(s.counters)) lines.push(`  ${c} ${JSON.stringify(v)}`);
   }
+  lines.push(`kernel: ${r.kernelListenDrops ?? 'unknown'} connections dropped from full listen queues during the burst (machine-wide)`);
   lines.push(`alive: ${r.alive}; idle: ${r.idle.reached} after ${r.idle.afterMs.toFixed(0)} ms ${JSON.stringify(r.idle.detail)}`);
   return lines.join('\n');
 }

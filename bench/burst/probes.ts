@@ -234,3 +234,24 @@ export class StatsSampler {
     return { ...this.#held };
   }
 }
+
+/**
+ * The kernel's count of connections dropped because a listen queue was full (TcpExt ListenDrops
+ * in /proc/net/netstat; machine-wide, so other traffic adds to it). A client whose handshake
+ * completed on its side but whose server never accepted it waits, then gets a reset from the
+ * kernel: a loss that no server code sees, told apart from the connection guard's evictions here.
+ */
+export function listenDrops(): number | null {
+  try {
+    const lines = readFileSync('/proc/net/netstat', 'utf8').split('\n');
+    for (let i = 0; i + 1 < lines.length; i += 2) {
+      const names = lines[i]!.split(/\s+/);
+      if (names[0] !== 'TcpExt:') continue;
+      const col = names.indexOf('ListenDrops');
+      return col < 0 ? null : Number(lines[i + 1]!.split(/\s+/)[col]);
+    }
+    return null;
+  } catch {
+    return null;
+  }
+}

@@ -12,7 +12,7 @@ import { fork } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { ClientJob, ClientReport } from './client.ts';
-import { counterDelta, get, getJson, post, HealthPoller, RssSampler, scrapeCounters, StatsSampler } from './probes.ts';
+import { counterDelta, get, getJson, HealthPoller, listenDrops, post, RssSampler, scrapeCounters, StatsSampler } from './probes.ts';
 import type { HealthSummary, HeldSummary, RssSummary } from './probes.ts';
 
 /** A server process the burst watches; the first one given is the one the burst hits. */
@@ -53,6 +53,8 @@ export interface BurstReport {
   readonly held: Record<string, HeldSummary>;
   /** Per target: counter deltas over the burst (refusals by reason, flow decisions by reason, API outcomes). */
   readonly server: Record<string, { counters: Record<string, Record<string, number>>; connections: unknown }>;
+  /** Connections the kernel dropped from a full listen queue during the burst (machine-wide; null if unknown). */
+  readonly kernelListenDrops: number | null;
   /** Every target process still running and answering /health 200 after the burst. */
   readonly alive: boolean;
   readonly idle: { reached: boolean; afterMs: number; detail: Record<string, IdleState> };
@@ -88,9 +90,12 @@ export async function runBurst(opts: BurstOptions): Promise<BurstReport> {
   const rssSamplers = opts.targets.map((t) => new RssSampler(t.pid));
   const statsSamplers = opts.targets.map((t) => new StatsSampler(t.url));
   const health = new HealthPoller(front.url);
+  const dropsBefore = listenDrops();
   const t0 = performance.now();
   const reports = await Promise.all(clients.map((c) => c.go()));
   const burstMs = performance.now() - t0;
+  const dropsAfter = listenDrops();
+  const kernelListenDrops = dropsBefore === null || dropsAfter === null ? null : dropsAfter - dropsBefore;
   const healthSummary = await health.stop();
   const heldList = await Promise.all(statsSamplers.map((s) => s.stop()));
   const held = Object.fromEntries(opts.targets.map((t, i) => [t.name, heldList[i]!]));
@@ -110,7 +115,7 @@ export async function runBurst(opts: BurstOptions): Promise<BurstReport> {
   const kinds = Object.keys(latencies).sort();
   const outcomes: Record<string, number> = Object.fromEntries(kinds.map((k) => [k, latencies[k]!.length]));
   const latencyMs: BurstReport['latencyMs'] = Object.fromEntries(kinds.map((k) => [k, quantiles(latencies[k]!)]));
-  return { numConnections: opts.numConnections, numClients: opts.numClients, numAddresses: opts.numAddresses, outcomes, latencyMs, burstMs, openMs: Math.max(...reports.map((r) => r.openMs)), health: healthSummary, rss, held, server, alive, idle };
+  return { numConnections: opts.numConnections, numClients: opts.numClients, numAddresses: opts.numAddresses, outcomes, latencyMs, burstMs, openMs: Math.max(...reports.map((r) => r.openMs)), health: healthSummary, rss, held, server, kernelListenDrops, alive, idle };
 }
 
 function clientJob(opts: BurstOptions, body: string, c: number): ClientJob {
