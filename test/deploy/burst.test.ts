@@ -1,6 +1,6 @@
 // A burst of connections against each mode, at a size CI can afford (bench/burst/burst.ts runs the
 // full 20,000; results/burst/README.md has those numbers and the runs behind the choices here).
-// 5,000 connections at once: each test takes 5–10 s on 2 busy cores (under a minute with room for
+// 5,000 connections at once: each test takes 4–8 s on 2 busy cores (under a minute with room for
 // a slower runner), and the burst still passes every bound the full one meets. On this kind of
 // machine a server holds at most ~1,000 connections at once however many arrive (it refuses as
 // fast as it accepts; the kernel's backlog holds the rest), so against the machine's 20,000
