@@ -15,11 +15,6 @@
 //   timeout                 no complete answer within the client's deadline
 //   error <code>            any other socket error before an answer
 
-/** Kinds that are a clean answer or refusal by the server (not a loss or a failure). */
-export function isCleanOutcome(kind: string): boolean {
-  return kind === 'ok' || kind.startsWith('429 ') || kind.startsWith('503 ');
-}
-
 /** The kind of a finished connection: `bytes` received, `error` the socket error code if any. */
 export function classify(bytes: Buffer, errorCode: string | null, timedOut: boolean): string {
   const text = bytes.toString('latin1');

@@ -88,7 +88,7 @@ export interface HealthSummary {
   /** Over answered polls, ms. */
   readonly maxLatencyMs: number;
   readonly p99LatencyMs: number;
-  /** The longest stretch without an answered poll, ms (from one answered poll's end to the next's). */
+  /** The longest stretch without an answer, ms: between two answers' arrivals (or the first poll, or stop()). */
   readonly longestGapMs: number;
   /** Unanswered polls by why: `timeout`, a socket error code (ECONNRESET...), or the HTTP status. */
   readonly failures: Record<string, number>;
@@ -116,15 +116,14 @@ export class HealthPoller {
 
   async stop(): Promise<HealthSummary> {
     clearInterval(this.#timer);
+    const stopMs = performance.now();
     const polls = await Promise.all(this.#polls);
     const answered = polls.filter((p) => p.latencyMs !== null);
     const lat = answered.map((p) => p.latencyMs!).sort((a, b) => a - b);
+    // Gaps between consecutive answers (by when they arrived), from the first poll to the last stop.
+    const ends = [polls[0]?.startMs ?? stopMs, ...answered.map((p) => p.startMs + p.latencyMs!).sort((a, b) => a - b), stopMs];
     let longestGapMs = 0;
-    let lastEndMs = polls[0]?.startMs ?? 0;
-    for (const p of answered) {
-      longestGapMs = Math.max(longestGapMs, p.startMs + p.latencyMs! - lastEndMs);
-      lastEndMs = p.startMs + p.latencyMs!;
-    }
+    for (let i = 1; i < ends.length; i++) longestGapMs = Math.max(longestGapMs, ends[i]! - ends[i - 1]!);
     const failures: Record<string, number> = {};
     for (const p of polls) if (p.failure !== null) failures[p.failure] = (failures[p.failure] ?? 0) + 1;
     return {
