@@ -18,10 +18,11 @@
 // RSS_BOUND_MIB, no process may exit before it is stopped (and then it drains, exit 0), and
 // afterwards every server must be idle: nothing in flight or queued, KV blocks back, no socket left.
 //
-// Seen failing (results/burst/README.md): with the connection guard disabled (closed connections
-// the guard did not evict, /health reset), with the flow request cap ignored (engine held 731 at
-// once; in gateway mode the upstream's per-address bound answered 503 too_many_connections), with
-// the flow queue bound ignored (981 queued), and with one flow ticket in 50 never released (not idle).
+// Seen failing (results/burst/README.md): with the connection guard disabled (connections closed
+// that the guard did not evict; in gateway mode 503 engine_unavailable, the gateway out of
+// descriptors), with the flow request cap ignored (the engine held 881 at once; in gateway mode the
+// upstream's per-address bound refused the flood and the gateway ejected it), with the flow queue
+// bound ignored (849 queued), and with one flow ticket in 50 never released (not idle afterwards).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { readFdLimit } from '../../src/api/connections.ts';
