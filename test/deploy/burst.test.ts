@@ -20,8 +20,8 @@
 //
 // Seen failing (results/burst/README.md): with the connection guard disabled (connections closed
 // that the guard did not evict; in gateway mode 503 engine_unavailable, the gateway out of
-// descriptors), with the flow request cap ignored (the engine held 881 at once; in gateway mode the
-// upstream's per-address bound refused the flood and the gateway ejected it), with the flow queue
+// descriptors), with the flow request cap ignored (the engine held 881 at once; in gateway mode
+// 503 engine_unavailable once the upstream's per-address bound refused the flood), with the flow queue
 // bound ignored (849 queued), and with one flow ticket in 50 never released (not idle afterwards).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
