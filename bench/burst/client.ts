@@ -80,6 +80,8 @@ export function runClient(job: ClientJob): Promise<ClientReport> {
 
 // As a child process: the job comes over IPC, the work starts on `go`, the report goes back.
 if (process.send !== undefined && process.argv.includes('--burst-client')) {
+  // A parent that died (a failed test) leaves no client behind holding thousands of sockets.
+  process.once('disconnect', () => process.exit(0));
   process.once('message', (job: ClientJob) => {
     process.send!({ ready: true });
     process.once('message', () => {
