@@ -9,12 +9,11 @@ import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { startTestServer } from '../helpers/headroom.ts';
+import { freePort } from '../helpers/redis-server.ts';
 import { sloBuckets } from '../../src/obs/buckets.ts';
 import { complete, pool, sleep } from './util.ts';
 
@@ -26,17 +25,6 @@ function bucketAround(seconds: number): [number, number] {
   const i = bounds.findIndex((b) => b >= seconds);
   if (i < 0) return [bounds[bounds.length - 1]!, bounds[bounds.length - 1]!];
   return [i === 0 ? 0 : bounds[i - 1]!, bounds[i]!];
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 interface PromVector {

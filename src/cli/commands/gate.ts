@@ -3,9 +3,9 @@
 // baseline. Exit 0 pass, 1 regression, 2 invalid run. Errors before anything was measured (an
 // unreadable baseline) are invalid runs too (2), so 1 always means "measured, and worse".
 import type { Command } from 'commander';
-import { InvalidArgumentError } from 'commander';
 import path from 'node:path';
 import { mkdir, writeFile } from 'node:fs/promises';
+import { positive, positiveInt } from '../option-parsers.ts';
 
 const BASELINE = path.join('results', 'gate', 'baseline.json');
 
@@ -21,16 +21,6 @@ interface GateFlags {
   maxSlipP99Ms?: number;
 }
 
-const positive = (v: string): number => {
-  const n = Number(v);
-  if (v.trim() === '' || !(n > 0) || !Number.isFinite(n)) throw new InvalidArgumentError(`expected a positive number, got '${v}'`);
-  return n;
-};
-const positiveInt = (v: string): number => {
-  const n = positive(v);
-  if (!Number.isInteger(n)) throw new InvalidArgumentError(`expected a positive integer, got '${v}'`);
-  return n;
-};
 
 export function registerGateCommand(program: Command): void {
   program

@@ -5,18 +5,9 @@ import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
 import path from 'node:path';
 import { UserError } from '../user-error.ts';
+import { positive, positiveInt } from '../option-parsers.ts';
 import { DEFAULT_LADDER as D } from '../../harness/ladder/config.ts';
 
-const positive = (v: string): number => {
-  const n = Number(v);
-  if (v.trim() === '' || !(n > 0) || !Number.isFinite(n)) throw new InvalidArgumentError(`expected a positive number, got '${v}'`);
-  return n;
-};
-const positiveInt = (v: string): number => {
-  const n = positive(v);
-  if (!Number.isInteger(n)) throw new InvalidArgumentError(`expected a positive integer, got '${v}'`);
-  return n;
-};
 const nonNegative = (v: string): number => {
   const n = Number(v);
   if (v.trim() === '' || !(n >= 0) || !Number.isFinite(n)) throw new InvalidArgumentError(`expected a number >= 0, got '${v}'`);
