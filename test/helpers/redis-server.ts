@@ -4,20 +4,11 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { createServer, connect } from 'node:net';
-import type { AddressInfo } from 'node:net';
+import { connect } from 'node:net';
 import type { TestContext } from 'node:test';
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
+export { freePort } from './ports.ts';
+import { freePort } from './ports.ts';
 
 /** False (and the test skipped, or failed under CI=true) when redis-server is not installed. */
 export function haveRedis(t: TestContext): boolean {

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { startTestServer } from '../helpers/headroom.ts';
-import { freePort } from '../helpers/redis-server.ts';
+import { freePort } from '../helpers/ports.ts';
 import { sloBuckets } from '../../src/obs/buckets.ts';
 import { complete, pool, sleep } from './util.ts';
 
