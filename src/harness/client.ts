@@ -35,6 +35,8 @@ export interface RequestContext {
   readonly intendedMs: number;
   /** performance.now() at the run's t0. */
   readonly t0: number;
+  /** Aborting ends the request as a transport error (the run was stopped). */
+  readonly signal?: AbortSignal;
 }
 
 /** Builds the JSON body once per request; kept separate so it can be tested and reused. */
@@ -69,6 +71,9 @@ export async function sendRequest(
     timedOut = true;
     ac.abort();
   }, opts.timeoutMs);
+  const stop = (): void => ac.abort();
+  ctx.signal?.addEventListener('abort', stop, { once: true });
+  if (ctx.signal?.aborted === true) ac.abort();
 
   const rec: RequestRecord = {
     request_id: ctx.requestId,
@@ -128,6 +133,7 @@ export async function sendRequest(
     return rec;
   } finally {
     clearTimeout(timer);
+    ctx.signal?.removeEventListener('abort', stop);
     rec.end_ms = now();
     if (res !== null && !res.body.destroyed) res.body.destroy();
   }

@@ -40,6 +40,10 @@ export interface OpenLoopOptions {
   readonly warmupMs: number;
   readonly cooldownMs: number;
   readonly progress?: Progress;
+  /** Called with each record as its request ends (a live view of the run; the demo draws from it). */
+  readonly onRecord?: (rec: RequestRecord) => void;
+  /** Aborting stops the schedule (no further arrivals are sent) and ends every request in flight. */
+  readonly signal?: AbortSignal;
 }
 
 /** Creates the dispatcher every run uses: unlimited connections, no undici-side timeouts. */
@@ -69,10 +73,12 @@ export async function runOpenLoop(opts: OpenLoopOptions): Promise<RequestRecord[
       phase: phaseOf(intendedMs, opts.durationMs, opts.warmupMs, opts.cooldownMs),
       intendedMs,
       t0,
+      ...(opts.signal === undefined ? {} : { signal: opts.signal }),
     });
     progress.numSent++;
-    void p.then(() => {
+    void p.then((rec) => {
       progress.numDone++;
+      opts.onRecord?.(rec);
     });
     pending[i] = p;
   };
@@ -80,6 +86,10 @@ export async function runOpenLoop(opts: OpenLoopOptions): Promise<RequestRecord[
   await new Promise<void>((resolve) => {
     let next = 0;
     const tick = (): void => {
+      if (opts.signal?.aborted === true) {
+        resolve();
+        return;
+      }
       const nowMs = performance.now() - t0;
       while (next < n && (arrivalsMs[next] ?? 0) <= nowMs) dispatch(next++);
       if (next >= n) {
@@ -93,7 +103,8 @@ export async function runOpenLoop(opts: OpenLoopOptions): Promise<RequestRecord[
     tick();
   });
   try {
-    return await Promise.all(pending);
+    // An aborted run sent only a prefix of the schedule.
+    return await Promise.all(opts.signal?.aborted === true ? pending.filter((x) => x !== undefined) : pending);
   } finally {
     await dispatcher.close();
   }

@@ -25,15 +25,17 @@ svg text { font-size: 10px; fill: #555; }
 a { color: #2563eb; }
 `;
 
-const SCRIPT = `
-(function () {
+/**
+ * The chart library, shared with the demo's side-by-side page (demo/page.ts): `headroomCharts(root,
+ * prefix)` draws panels into `root`, their element ids prefixed so that two sets can share a page.
+ * Each chart takes DashboardData (or its `series` part); `lines` and `latency` take an optional
+ * fixed top of the y axis.
+ */
+export const CHARTS_SCRIPT = `
+var headroomCharts = function (root, prefix) {
   var NS = 'http://www.w3.org/2000/svg';
   var W = 600, H = 200, L = 48, R = 10, T = 8, B = 22;
   var COLORS = { admitted: '#2563eb', finished: '#16a34a', refused: '#dc2626', outstanding: '#7c3aed', waiting: '#ea580c', running: '#0891b2', batch: '#334155', kv: '#a16207', ttft: '#0891b2', e2e: '#2563eb', late: '#ea580c', failed: '#dc2626', bound: '#2563eb', refusedBound: '#dc2626', budget: '#111' };
-  var params = new URLSearchParams(location.search);
-  var run = params.get('run');
-  var body = document.body;
-
   function el(name, attrs, parent) {
     var e = document.createElementNS(NS, name);
     for (var k in attrs) e.setAttribute(k, String(attrs[k]));
@@ -51,12 +53,12 @@ const SCRIPT = `
     return Math.abs(v) < 10 && Math.abs(v % 1) > 1e-9 ? String(Math.round(v * 100) / 100) : String(Math.round(v));
   }
   function panel(id, title, legend) {
-    var p = document.getElementById(id);
+    var p = document.getElementById(prefix + id);
     if (!p) {
       p = document.createElement('div');
       p.className = 'panel';
-      p.id = id;
-      document.getElementById('charts').appendChild(p);
+      p.id = prefix + id;
+      root.appendChild(p);
     }
     p.innerHTML = '';
     var h = document.createElement('h2');
@@ -110,12 +112,12 @@ const SCRIPT = `
     var ts = d.series.tS;
     return ts.length > 0 ? ts[ts.length - 1] + d.series.bucketS : 1;
   }
-  function lines(id, title, d, named, yLabel) {
+  function lines(id, title, d, named, yLabel, yTop) {
     var ts = d.series.tS;
     var svg = panel(id, title, named.map(function (n) { return [n[0], n[1]]; }));
     var yMax = 0;
     named.forEach(function (n) { yMax = Math.max(yMax, max(n[2])); });
-    var s = axes(svg, xEnd(d), yMax * 1.1);
+    var s = axes(svg, xEnd(d), yTop || yMax * 1.1);
     if (yLabel) text(svg, 2, T + 8, yLabel);
     named.forEach(function (n) {
       var d = '', pen = false;
@@ -138,12 +140,13 @@ const SCRIPT = `
     el('line', { x1: s.x(0), y1: s.y(ms), x2: s.x(xMax), y2: s.y(ms), stroke: COLORS.budget, 'stroke-dasharray': '4 3', 'data-budget': ms }, svg);
     text(svg, W - R - 2, s.y(ms) - 3, 'budget ' + fmt(ms) + ' ms', 'end');
   }
-  function latency(d) {
+  /** yTop: a fixed top of the y axis, ms (so two engines side by side share a scale). */
+  function latency(d, yTop) {
     var svg = panel('latency', 'Latency per request (by arrival): E2E and TTFT, ms' + (d.requests.length < d.numRequests - d.numRefused ? ' — ' + d.requests.length + ' shown' : ''),
       [['e2e', 'E2E'], ['ttft', 'TTFT'], ['late', 'E2E over budget'], ['failed', 'aborted / failed']]);
     var xMax = xEnd(d);
     var top = max(d.requests.map(function (r) { return r.e2eMs; }));
-    var yMax = (d.sloMs !== null && d.sloMs <= 4 * top ? Math.max(top, d.sloMs) : top) * 1.1;
+    var yMax = yTop || (d.sloMs !== null && d.sloMs <= 4 * top ? Math.max(top, d.sloMs) : top) * 1.1;
     var s = axes(svg, xMax, yMax);
     var n = 0;
     d.requests.forEach(function (r) {
@@ -172,6 +175,17 @@ const SCRIPT = `
     });
     budgetLine(svg, s, xMax, d.sloMs, s.yMax);
   }
+  return { COLORS: COLORS, panel: panel, axes: axes, lines: lines, latency: latency, bounds: bounds, fmt: fmt, max: max, el: el, text: text };
+};
+`;
+
+const SCRIPT = `
+(function () {
+  var charts = headroomCharts(document.getElementById('charts'), '');
+  var lines = charts.lines, latency = charts.latency, bounds = charts.bounds;
+  var params = new URLSearchParams(location.search);
+  var run = params.get('run');
+  var body = document.body;
   function draw(d) {
     document.getElementById('title').textContent = d.mode === 'run' ? 'Headroom — ' + (d.facts.source || 'run') + ' ' + d.title : 'Headroom — live engine';
     var facts = document.getElementById('facts');
@@ -258,7 +272,7 @@ export const DASHBOARD_HTML = `<!doctype html>
 <div id="error"></div>
 <div class="grid" id="charts"></div>
 <p>Runs: <span id="runs"></span></p>
-<script>${SCRIPT}</script>
+<script>${CHARTS_SCRIPT}${SCRIPT}</script>
 </body>
 </html>
 `;
