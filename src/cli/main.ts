@@ -1,4 +1,4 @@
-// The `headroom` command line: serve, gateway, model, calibrate, bench, admission, gate, replay, ladder, report. Each group registers itself from its own file.
+// The `headroom` command line: serve, gateway, model, calibrate, bench, admission, gate, replay, ladder, report, demo. Each group registers itself from its own file.
 //
 // Start-up stays light (`--help` and `--version` load no server, DuckDB or OpenTelemetry code): a
 // command's heavy modules are imported inside its action. Every error ends as one line on stderr
@@ -16,6 +16,7 @@ import { registerGateCommand } from './commands/gate.ts';
 import { registerReplayCommand } from './commands/replay.ts';
 import { registerLadderCommand } from './commands/ladder.ts';
 import { registerReportCommand } from './commands/report.ts';
+import { registerDemoCommand } from './commands/demo.ts';
 import { applyConfig, prepareConfig, suggestion } from './config.ts';
 import { enableDebug, reportError, UserError } from './user-error.ts';
 
@@ -50,6 +51,7 @@ function buildProgram(): Command {
   registerReplayCommand(program);
   registerLadderCommand(program);
   registerReportCommand(program);
+  registerDemoCommand(program);
   prepareConfig(program);
   forEachCommand(program, (cmd) => {
     const path = commandPath(cmd);

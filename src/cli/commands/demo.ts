@@ -1,0 +1,142 @@
+// `headroom demo`: two engines on the generated model, admission off and on, driven by the same
+// open-loop overload and shown side by side on one live page (src/demo/, docs/demo.md).
+//
+// The default rate is about twice what one engine serves: 3.2 req/s on the tiny llama model with
+// one thread (it saturates near 1.6 req/s on the chat workload, docs/admission.md), 9 req/s on the
+// mock runner (about 4.5, results/gate/capacity.md). At twice saturation the unmanaged queue grows
+// by about one engine's worth of requests every second, so it is past the SLO within the first
+// minute, while the refused share of the managed engine stays about one half.
+//
+// Ctrl-C (SIGINT) or SIGTERM stops the load, then both engines (SIGTERM, SIGKILL after 5 s), then
+// the page, and exits 0; a second signal exits at once (the engines are SIGKILLed on the way out).
+import type { Command } from 'commander';
+import { InvalidArgumentError, Option } from 'commander';
+import { UserError } from '../user-error.ts';
+
+interface DemoFlags {
+  runner: 'llama' | 'mock';
+  model?: string;
+  threads: number;
+  rate?: number;
+  durationS: number;
+  sloMs: number;
+  timeoutS: number;
+  seed: number;
+  host: string;
+  port: number;
+  mockSpeed: number;
+  readyTimeoutS: number;
+  exitWhenDone: boolean;
+}
+
+/** Default --rate per runner: about twice one engine's saturation (see the header). */
+export const DEFAULT_RATE = { llama: 3.2, mock: 9 } as const;
+
+const positive = (v: string): number => {
+  const n = Number(v);
+  if (v.trim() === '' || !Number.isFinite(n) || !(n > 0)) throw new InvalidArgumentError(`expected a positive number, got '${v}'`);
+  return n;
+};
+const positiveInt = (v: string): number => {
+  const n = positive(v);
+  if (!Number.isInteger(n)) throw new InvalidArgumentError(`expected a positive integer, got '${v}'`);
+  return n;
+};
+const int = (v: string): number => {
+  const n = Number(v);
+  if (v.trim() === '' || !Number.isInteger(n)) throw new InvalidArgumentError(`expected an integer, got '${v}'`);
+  return n;
+};
+const port = (v: string): number => {
+  const n = Number(v);
+  if (v.trim() === '' || !Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError(`expected a port 0..65535, got '${v}'`);
+  return n;
+};
+
+export function registerDemoCommand(program: Command): void {
+  program
+    .command('demo')
+    .description('two engines, admission off and on, under the same overload, side by side on one live page')
+    .addOption(new Option('--runner <runner>', 'model runner of both engines').choices(['llama', 'mock']).default('llama'))
+    .option('--model <file>', 'GGUF model both engines serve (default: the generated tiny model)')
+    .option('--threads <n>', 'llama.cpp threads per engine (the two engines share the machine)', positiveInt, 1)
+    .option('--rate <rps>', `Poisson arrivals per second sent to each engine (default: about twice one engine's saturation, ${DEFAULT_RATE.llama} on llama, ${DEFAULT_RATE.mock} on mock)`, positive)
+    .option('--duration-s <s>', 'seconds of arrivals', positive, 300)
+    .option('--slo-ms <ms>', "both engines' E2E latency budget, and the goodput threshold", positiveInt, 4000)
+    .option('--timeout-s <s>', 'a client gives up on a request after this long', positive, 20)
+    .option('--seed <n>', 'seed of the arrivals and requests (the same for both engines)', int, 7)
+    .option('--host <host>', 'address the page listens on', '127.0.0.1')
+    .option('--port <n>', 'port of the page (0: any free port)', port, 8080)
+    .option('--mock-speed <x>', 'mock runner cost multiplier', positive, 1)
+    .option('--ready-timeout-s <s>', 'longest wait for an engine to load its model', positive, 120)
+    .option('--exit-when-done', 'exit once the load is over (default: keep the page up until Ctrl-C)', false)
+    .action(async (f: DemoFlags) => {
+      if (f.model !== undefined && f.runner === 'mock') throw new UserError('--model: the mock runner serves no model file; drop --model or use --runner llama');
+      const { existsSync } = await import('node:fs');
+      if (f.model !== undefined && !existsSync(f.model)) throw new UserError(`--model: no such file: ${f.model}`);
+      await run(f);
+    });
+}
+
+async function run(f: DemoFlags): Promise<void> {
+  const say = (line: string): void => {
+    process.stdout.write(`${line}\n`);
+  };
+  let stopping: Promise<void> | null = null;
+  let stop: (() => Promise<void>) | null = null;
+  const onSignal = (sig: string): void => {
+    if (stopping !== null) {
+      say(`headroom demo: ${sig} again: exiting now`);
+      process.exit(1);
+    }
+    say(`headroom demo: ${sig}: stopping the load and both engines ...`);
+    // While starting, there is nothing to stop in order: the exit hook kills the engines.
+    stopping = (stop?.() ?? Promise.resolve()).then(() => {
+      say('headroom demo: stopped');
+      process.exit(0);
+    });
+  };
+  process.on('SIGINT', () => onSignal('SIGINT'));
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+
+  const { startDemo, story } = await import('../../demo/demo.ts');
+  const config = {
+    runner: f.runner,
+    model: f.model ?? null,
+    threads: f.threads,
+    mockSpeed: f.mockSpeed,
+    sloMs: f.sloMs,
+    rate: f.rate ?? DEFAULT_RATE[f.runner],
+    durationS: f.durationS,
+    seed: f.seed,
+    timeoutS: f.timeoutS,
+    host: f.host,
+    port: f.port,
+    readyTimeoutS: f.readyTimeoutS,
+  };
+  let demo;
+  try {
+    demo = await startDemo(config, (line) => say(`headroom demo: ${line}`));
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (e.code === 'EADDRINUSE') throw new UserError(`--port: ${f.host}:${f.port} is in use; pass another --port (0: any free port)`);
+    throw new UserError(e.message, { cause: err });
+  }
+  stop = demo.stop;
+  for (const e of demo.engines) say(`headroom demo: ${e.name}: pid ${e.pid}, ${e.url}`);
+  say(`headroom demo: open ${demo.url}`);
+  say('');
+  say(story(config));
+  say('');
+  say(`headroom demo: ${config.rate} req/s for ${config.durationS} s; Ctrl-C stops everything.`);
+  await demo.loadDone;
+  if (stopping !== null) return;
+  say('headroom demo: load finished.');
+  for (const line of demo.summary()) say(`  ${line}`);
+  if (f.exitWhenDone) {
+    await demo.stop();
+    say('headroom demo: stopped');
+    process.exit(0);
+  }
+  say(`headroom demo: the page stays up at ${demo.url} until Ctrl-C.`);
+}
