@@ -43,9 +43,11 @@ export async function engineWindow(url: string, elapsedS: number): Promise<Froze
     const res = await request(new URL('/dashboard/data', url), { headersTimeout: 2000, bodyTimeout: 2000 });
     const text = await res.body.text();
     if (res.statusCode !== 200) return { json: null, offsetS: 0, error: `HTTP ${res.statusCode}` };
-    // The window's last bucket is the engine's current second: it ends now.
+    // The window's last bucket is the engine's current second, which ends within a second from
+    // now; where in it the engine's clock is, the window does not say, so it is placed half-way
+    // (points land within half a second of their arrival).
     const numBuckets = (/"tS":\[([^\]]*)\]/.exec(text)?.[1] ?? '').split(',').length;
-    return { json: text, offsetS: Math.floor(elapsedS) - numBuckets + 1, error: null };
+    return { json: text, offsetS: Math.round((elapsedS - numBuckets + 0.5) * 10) / 10, error: null };
   } catch (err) {
     return { json: null, offsetS: 0, error: (err as Error).message };
   }
@@ -94,7 +96,7 @@ async function data(src: DemoSource): Promise<string> {
   const windows = src.frozen() ?? (await Promise.all(src.engines.map((e) => engineWindow(e.url, h.elapsedS))));
   const sides = h.sides.map((s, i) => {
     const w = windows[i];
-    const head = JSON.stringify({ ...s, engineOffsetS: w?.offsetS ?? 0, engineError: w?.error ?? 'no engine' });
+    const head = JSON.stringify({ ...s, engineOffsetS: w?.offsetS ?? 0, engineError: w === undefined ? 'no engine' : w.error });
     return `${head.slice(0, -1)},"engine":${w?.json ?? 'null'}}`;
   });
   const head = JSON.stringify({ ...h, sides: [] });

@@ -11,7 +11,9 @@
 //
 // Order: model → both engines ready → page up → load → (done: engine windows frozen, summary
 // printed) → stop(): load aborted, engines SIGTERMed (SIGKILL after a grace), page closed.
+import { setMaxListeners } from 'node:events';
 import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Progress } from '../harness/generator.ts';
 import { runOpenLoop } from '../harness/generator.ts';
 import type { BenchConfig } from '../harness/run.ts';
@@ -47,6 +49,8 @@ export interface DemoConfig {
 
 /** Tokens per generated word on the tiny model's tokenizer (bench/ladder/lib.sh, measured in docs/benchmarks.md). */
 export const TOKENS_PER_WORD = 1.15;
+/** After the last answer, the engines' windows are read (and kept) this much later. */
+const FREEZE_DELAY_MS = 1000;
 
 interface Side {
   readonly name: string;
@@ -105,6 +109,8 @@ export async function startDemo(c: DemoConfig, log: (line: string) => void): Pro
     throw failed.reason;
   }
   const ac = new AbortController();
+  // One listener per request in flight (harness/client.ts), hundreds when the unmanaged engine backs up.
+  setMaxListeners(0, ac.signal);
   let server: DemoServer | null = null;
   const stopAll = async (): Promise<void> => {
     ac.abort();
@@ -166,6 +172,8 @@ export async function startDemo(c: DemoConfig, log: (line: string) => void): Pro
     );
     const loadDone = Promise.all(loops).then(async () => {
       if (ac.signal.aborted) return;
+      // An engine finishes a request its client gave up on a moment after the client: let it.
+      await sleep(FREEZE_DELAY_MS);
       const at = elapsedS();
       frozen = await Promise.all(engines.map((e) => engineWindow(e.url, at)));
       doneAtS = at;

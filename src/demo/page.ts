@@ -24,6 +24,7 @@ h1 { font-size: 20px; margin: 0 0 6px; }
 .verdict { font-size: 15px; font-weight: 600; padding: 6px 8px; border-radius: 4px; margin-bottom: 6px; }
 .verdict.bad { background: #fee2e2; color: #991b1b; }
 .verdict.good { background: #dcfce7; color: #166534; }
+.verdict.warn { background: #fef3c7; color: #92400e; }
 .verdict.wait { background: #e5e7eb; color: #374151; }
 .cards { display: grid; grid-template-columns: repeat(3, 1fr); gap: 6px; margin-bottom: 8px; }
 .card { background: #fff; border: 1px solid #ddd; border-radius: 4px; padding: 4px 8px; }
@@ -50,18 +51,20 @@ const SCRIPT = `
   function range(n) { var a = []; for (var i = 0; i < n; i++) a.push(i); return a; }
   function pad(xs, n, fill) { var a = xs.slice(0, n); while (a.length < n) a.push(fill); return a; }
   function top(xss) { var m = 0; xss.forEach(function (xs) { xs.forEach(function (v) { if (v !== null && v > m) m = v; }); }); return m; }
-  /** The engine's live window re-based to seconds since the load started (offsetS: load second of its first bucket). */
+  /** The engine's live window re-based to seconds since the load started (offsetS: load second of its first bucket, ±0.5 s). */
   function engineView(d, offsetS, n) {
     var ser = d.series, out = { waiting: [], running: [], outstanding: [] };
+    var shift = Math.round(offsetS);
     for (var k = 0; k < ser.tS.length; k++) {
-      var s = k + offsetS;
+      var s = k + shift;
       if (s < 0 || s >= n) continue;
       out.waiting[s] = ser.waiting[k];
       out.running[s] = ser.running[k];
       out.outstanding[s] = ser.outstanding[k];
     }
-    ['waiting', 'running', 'outstanding'].forEach(function (key) { out[key] = pad(range(n).map(function (i) { return out[key][i] === undefined ? null : out[key][i]; }), n, null); });
-    var reqs = d.requests.map(function (r) { return { id: r.id, tS: r.tS + offsetS, ttftMs: r.ttftMs, e2eMs: r.e2eMs, outcome: r.outcome }; }).filter(function (r) { return r.tS >= 0; });
+    ['waiting', 'running', 'outstanding'].forEach(function (key) { out[key] = range(n).map(function (i) { return out[key][i] === undefined ? null : out[key][i]; }); });
+    // A point within a second before the load's start is the clock's rounding, not an earlier request.
+    var reqs = d.requests.filter(function (r) { return r.tS + offsetS >= -1; }).map(function (r) { return { id: r.id, tS: Math.max(0, r.tS + offsetS), ttftMs: r.ttftMs, e2eMs: r.e2eMs, outcome: r.outcome }; });
     return { sloMs: d.sloMs, numRequests: d.numRequests, numRefused: d.numRefused, requests: reqs, series: { bucketS: 1, tS: range(n), waiting: out.waiting, running: out.running, outstanding: out.outstanding } };
   }
   function card(box, value, label) {
@@ -75,12 +78,15 @@ const SCRIPT = `
     c.appendChild(s);
     box.appendChild(c);
   }
+  /** Green: the admitted requests inside the SLO at the engine's default guarantee (95%); amber: 80-95%; red: below. */
   function verdict(side, j) {
     var c = side.client;
     if (c.numAdmittedDone < 5) return ['wait', 'warming up: ' + c.numAdmittedDone + ' admitted requests answered'];
-    var p99 = c.p99E2eMs;
-    if (p99 === 'timeout' || p99 > j.sloMs) return ['bad', 'over the SLO: p99 E2E ' + (p99 === 'timeout' ? '> ' + j.timeoutS + ' s (clients gave up)' : secs(p99)) + ', ' + pct(c.admittedInSlo) + ' of admitted inside ' + secs(j.sloMs)];
-    return ['good', 'inside the SLO: p99 E2E ' + secs(p99) + ', ' + pct(c.admittedInSlo) + ' of admitted inside ' + secs(j.sloMs)];
+    var p99 = c.p99E2eMs === 'timeout' ? '> ' + j.timeoutS + ' s, clients gave up' : secs(c.p99E2eMs);
+    var share = pct(c.admittedInSlo) + ' of admitted requests inside the ' + secs(j.sloMs) + ' SLO (p99 E2E ' + p99 + ')';
+    if (c.admittedInSlo >= 0.95) return ['good', 'holds the SLO: ' + share];
+    if (c.admittedInSlo >= 0.8) return ['warn', 'slipping: ' + share];
+    return ['bad', 'collapsed: ' + share];
   }
   function drawSide(key, side, j, n, tops) {
     var col = document.getElementById('side-' + key);
@@ -123,7 +129,11 @@ const SCRIPT = `
   }
   function draw(j) {
     var n = Math.max(1, Math.ceil(Math.max(j.elapsedS, j.durationS)));
-    setText('run', j.phase + ' — ' + Math.round(j.elapsedS) + ' s of ' + j.durationS + ' s of load · ' + j.rate + ' req/s Poisson, seed ' + j.seed + ', ' + j.workload + ' workload · SLO ' + secs(j.sloMs) + ' E2E · ' + j.runner + ' runner, ' + j.model);
+    var when = j.phase === 'running' ? 'load running: ' + Math.round(j.elapsedS) + ' s of ' + j.durationS + ' s'
+      : j.phase === 'finishing' ? 'arrivals over (' + j.durationS + ' s); waiting for the last answers: ' + Math.round(j.elapsedS) + ' s'
+      : j.phase === 'done' ? 'done: ' + j.durationS + ' s of arrivals, the last answered at ' + Math.round(j.elapsedS) + ' s'
+      : 'stopped at ' + Math.round(j.elapsedS) + ' s';
+    setText('run', when + ' · ' + j.rate + ' req/s Poisson, seed ' + j.seed + ', ' + j.workload + ' workload · SLO ' + secs(j.sloMs) + ' E2E · ' + j.runner + ' runner, ' + j.model);
     var keys = ['off', 'on'];
     var views = j.sides.map(function (s) { return s.engine === null ? null : engineView(s.engine, s.engineOffsetS, n); });
     var tops = {

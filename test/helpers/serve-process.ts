@@ -1,4 +1,5 @@
-// Spawns a real `headroom serve` process for tests of the CLI and its lifecycle (signals, exit codes).
+// Spawns a real `headroom serve` (or any `headroom` command) process for tests of the CLI and its
+// lifecycle (signals, exit codes).
 import { spawn } from 'node:child_process';
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 
@@ -14,7 +15,12 @@ export interface ServeProcess {
 }
 
 export function spawnServe(args: readonly string[]): ServeProcess {
-  const proc = spawn(process.execPath, ['bin/headroom.mjs', 'serve', ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+  return spawnHeadroom(['serve', ...args]);
+}
+
+/** `headroom <args>`, e.g. ['demo', '--runner', 'mock']. */
+export function spawnHeadroom(args: readonly string[]): ServeProcess {
+  const proc = spawn(process.execPath, ['bin/headroom.mjs', ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   const listeners = new Set<() => void>();
