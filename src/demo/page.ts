@@ -154,7 +154,7 @@ const SCRIPT = `
     return fetch('/demo/data', { cache: 'no-store' }).then(function (r) {
       if (!r.ok) throw new Error('HTTP ' + r.status);
       return r.json();
-    }).then(function (j) { document.getElementById('error').textContent = ''; draw(j); }, function (e) { fail(String(e && e.message ? e.message : e)); });
+    }).then(function (j) { document.getElementById('error').textContent = ''; draw(j); }).catch(function (e) { fail(String(e && e.message ? e.message : e)); });
   }
   load();
   timer = setInterval(load, 1000);
