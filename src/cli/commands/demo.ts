@@ -122,7 +122,7 @@ async function run(f: DemoFlags): Promise<void> {
     if (e.code === 'EADDRINUSE') throw new UserError(`--port: ${f.host}:${f.port} is in use; pass another --port (0: any free port)`);
     throw new UserError(e.message, { cause: err });
   }
-  stop = demo.stop;
+  stop = () => demo.stop();
   for (const e of demo.engines) say(`headroom demo: ${e.name}: pid ${e.pid}, ${e.url}`);
   say(`headroom demo: open ${demo.url}`);
   say('');
