@@ -148,10 +148,7 @@ export async function startDemo(c: DemoConfig, log: (line: string) => void): Pro
           runner: c.runner,
           model: models[0] ?? 'unknown',
           numArrivals: arrivalsMs.length,
-          sides: sides.map((s) => {
-            s.tally.setSent(s.progress.numSent);
-            return { name: s.name, admission: s.admission, pid: s.engine.pid, client: s.tally.data(e) };
-          }),
+          sides: sides.map((s) => ({ name: s.name, admission: s.admission, pid: s.engine.pid, client: tallyOf(s, e) })),
         };
       },
     };
@@ -184,7 +181,7 @@ export async function startDemo(c: DemoConfig, log: (line: string) => void): Pro
       url,
       engines,
       loadDone,
-      summary: () => sides.map((s) => summaryLine(s.name, s.tally.data(elapsedS()), c)),
+      summary: () => sides.map((s) => summaryLine(s.name, tallyOf(s, elapsedS()), c)),
       stop: async () => {
         if (phase !== 'done') phase = 'stopping';
         await stopAll();
@@ -194,6 +191,11 @@ export async function startDemo(c: DemoConfig, log: (line: string) => void): Pro
     await stopAll();
     throw err;
   }
+}
+
+function tallyOf(s: Side, elapsedS: number): TallyData {
+  s.tally.setSent(s.progress.numSent);
+  return s.tally.data(elapsedS);
 }
 
 function benchConfig(c: DemoConfig, url: string): BenchConfig {
