@@ -31,7 +31,7 @@ try {
   const status = bodyAttribute(dom, 'data-status');
   if (status !== 'drawn') throw new Error(`the page did not draw (data-status ${status})`);
   mkdirSync(dirname(out), { recursive: true });
-  await screenshot(bin, url, out, { width: 1290, height: 1090, budgetMs: 3000 });
+  await screenshot(bin, url, out, { width: 1290, height: 1180, budgetMs: 3000 });
   const data = (await (await fetch(new URL('/demo/data', url))).json()) as { sides: { name: string; client: Record<string, unknown> }[] };
   for (const s of data.sides) {
     const { series: _series, ...numbers } = s.client;

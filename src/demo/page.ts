@@ -50,6 +50,15 @@ const SCRIPT = `
   function pct(x) { return x === null ? '–' : String(Math.round(x * 1000) / 10) + '%'; }
   function range(n) { var a = []; for (var i = 0; i < n; i++) a.push(i); return a; }
   function pad(xs, n, fill) { var a = xs.slice(0, n); while (a.length < n) a.push(fill); return a; }
+  /** Means over w-second buckets of a per-second series (m buckets; null past the data). */
+  function coarse(xs, w, m) {
+    return range(m).map(function (i) {
+      if (i * w >= xs.length) return null;
+      var sum = 0;
+      for (var k = i * w; k < (i + 1) * w; k++) sum += xs[k] || 0;
+      return Math.round((sum / w) * 100) / 100;
+    });
+  }
   function top(xss) { var m = 0; xss.forEach(function (xs) { xs.forEach(function (v) { if (v !== null && v > m) m = v; }); }); return m; }
   /** The engine's live window re-based to seconds since the load started (offsetS: load second of its first bucket, ±0.5 s). */
   function engineView(d, offsetS, n) {
@@ -113,9 +122,10 @@ const SCRIPT = `
     charts.COLORS.arrivals = '#94a3b8';
     charts.COLORS.good = '#16a34a';
     charts.COLORS.lateDone = '#ea580c';
-    var cs = c.series;
-    var cd = { series: { bucketS: 1, tS: range(n) } };
-    charts.lines('rates', 'Per second: arrivals, answered inside the SLO, late or given up, refused', cd, [['arrivals', 'arrivals', pad(cs.arrivals, n, null)], ['good', 'inside the SLO', pad(cs.good, n, null)], ['lateDone', 'late / gave up', pad(cs.late, n, null)], ['refused', 'refused (503)', pad(cs.refused, n, null)]], null, tops.rate);
+    var cs = c.series, w = tops.rateBucketS, m = Math.ceil(n / w);
+    var cd = { series: { bucketS: w, tS: range(m).map(function (i) { return i * w; }) } };
+    var per = 'Requests per second' + (w > 1 ? ' (' + w + ' s means)' : '') + ': arrivals, answered inside the SLO, late or given up, refused';
+    charts.lines('rates', per, cd, [['arrivals', 'arrivals', coarse(cs.arrivals, w, m)], ['good', 'inside the SLO', coarse(cs.good, w, m)], ['lateDone', 'late / gave up', coarse(cs.late, w, m)], ['refused', 'refused (503)', coarse(cs.refused, w, m)]], null, tops.rate);
     var points = 0;
     if (side.engine !== null) {
       var ev = engineView(side.engine, side.engineOffsetS, n);
@@ -136,8 +146,11 @@ const SCRIPT = `
     setText('run', when + ' · ' + j.rate + ' req/s Poisson, seed ' + j.seed + ', ' + j.workload + ' workload · SLO ' + secs(j.sloMs) + ' E2E · ' + j.runner + ' runner, ' + j.model);
     var keys = ['off', 'on'];
     var views = j.sides.map(function (s) { return s.engine === null ? null : engineView(s.engine, s.engineOffsetS, n); });
+    // Poisson counts per second are noise at a few requests per second: longer runs draw 5 s means.
+    var w = n > 60 ? 5 : 1, m = Math.ceil(n / w);
     var tops = {
-      rate: 1.1 * top(j.sides.map(function (s) { var x = s.client.series; return x.arrivals.concat(x.good, x.late, x.refused); })),
+      rateBucketS: w,
+      rate: 1.1 * top(j.sides.map(function (s) { var x = s.client.series; return [x.arrivals, x.good, x.late, x.refused].reduce(function (a, xs) { return a.concat(coarse(xs, w, m)); }, []); })),
       queue: 1.1 * top(views.map(function (v) { return v === null ? [] : v.series.outstanding.concat(v.series.waiting, v.series.running); })),
       latency: 1.1 * Math.max(1.1 * j.sloMs, top(views.map(function (v) { return v === null ? [] : v.requests.map(function (r) { return r.e2eMs; }); })))
     };
