@@ -108,11 +108,18 @@ export async function startDemo(c: DemoConfig, log: (line: string) => void): Pro
     await Promise.all(engines.map((e) => e.stop(1000)));
     throw failed.reason;
   }
+  let stopped = false;
+  for (const e of engines) {
+    void e.exited.then((code) => {
+      if (!stopped) log(`${e.name} exited with code ${String(code)} during the demo: ${e.lastLines().at(-1) ?? '(no output)'}`);
+    });
+  }
   const ac = new AbortController();
   // One listener per request in flight (harness/client.ts), hundreds when the unmanaged engine backs up.
   setMaxListeners(0, ac.signal);
   let server: DemoServer | null = null;
   const stopAll = async (): Promise<void> => {
+    stopped = true;
     ac.abort();
     await Promise.all([...engines.map((e) => e.stop()), server?.close()]);
   };

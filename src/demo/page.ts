@@ -45,7 +45,7 @@ const SCRIPT = `
   function secs(ms) {
     if (ms === null) return '–';
     if (ms === 'timeout') return 'gave up';
-    return ms >= 10000 ? String(Math.round(ms / 1000)) + ' s' : String(Math.round(ms / 100) / 10) + ' s';
+    return ms >= 10000 ? String(Math.round(ms / 1000)) + ' s' : (Math.round(ms / 100) / 10).toFixed(1) + ' s';
   }
   function pct(x) { return x === null ? '–' : String(Math.round(x * 1000) / 10) + '%'; }
   function range(n) { var a = []; for (var i = 0; i < n; i++) a.push(i); return a; }

@@ -5,6 +5,8 @@
 // Without a `chromium` binary the page check is skipped with a reason; under CI (CI=true) it fails.
 
 import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { bodyAttribute, dumpDom, findChromium } from '../helpers/chromium.ts';
@@ -119,10 +121,27 @@ test('SIGINT during the load stops the load and both engines: exit 0, no engine 
   for (const pid of pids) assert.ok(await gone(pid), `engine ${pid} still running after the demo exited`);
 });
 
-test('a bad flag is one line on stderr and exit 1', { timeout: 60_000 }, async () => {
+test('--exit-when-done: the demo exits 0 by itself after the load, with a summary, and no engine left', { timeout: 90_000 }, async (t) => {
+  const { demo, pids } = await start([...ARGS, '--duration-s', '2', '--rate', '5', '--exit-when-done']);
+  t.after(() => {
+    demo.proc.kill('SIGKILL');
+    for (const pid of pids) if (alive(pid)) process.kill(pid, 'SIGKILL');
+  });
+  const exit = await demo.exited;
+  assert.equal(exit.code, 0, demo.output());
+  assert.match(demo.output(), /admission off: (\d+) arrivals, 0 refused[^\n]*\n {2}admission on \(conformal\): \1 arrivals/);
+  for (const pid of pids) assert.ok(await gone(pid), `engine ${pid} still running after the demo exited`);
+});
+
+test('a bad flag is one line on stderr and exit 1', { timeout: 60_000 }, async (t) => {
+  const busy = createServer();
+  await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+  t.after(() => busy.close());
+  const busyPort = String((busy.address() as AddressInfo).port);
   for (const [args, re] of [
     [['demo', '--rate', 'abc'], /--rate.*expected a positive number, got 'abc'/],
     [['demo', '--runner', 'mock', '--model', 'x.gguf'], /--model: the mock runner serves no model file/],
+    [['demo', '--runner', 'mock', '--port', busyPort], /--port: cannot listen on 127\.0\.0\.1:\d+ \(in use\)/],
   ] as const) {
     const p = spawnHeadroom(args);
     const exit = await p.exited;
@@ -130,5 +149,6 @@ test('a bad flag is one line on stderr and exit 1', { timeout: 60_000 }, async (
     const lines = p.stderr().trim().split('\n');
     assert.equal(lines.length, 1, p.stderr());
     assert.match(lines[0] ?? '', re);
+    assert.doesNotMatch(p.output(), /starting two engines/, 'refused before any engine starts');
   }
 });

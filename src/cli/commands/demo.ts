@@ -74,8 +74,21 @@ export function registerDemoCommand(program: Command): void {
       if (f.model !== undefined && f.runner === 'mock') throw new UserError('--model: the mock runner serves no model file; drop --model or use --runner llama');
       const { existsSync } = await import('node:fs');
       if (f.model !== undefined && !existsSync(f.model)) throw new UserError(`--model: no such file: ${f.model}`);
+      // A busy port is found now, not after two engines have loaded their models.
+      const busy = f.port === 0 ? null : await listenProblem(f.host, f.port);
+      if (busy !== null) throw new UserError(`--port: cannot listen on ${f.host}:${f.port} (${busy}); pass another --port (0: any free port)`);
       await run(f);
     });
+}
+
+/** Why the page could not listen there ('in use', or the error's code), or null. */
+async function listenProblem(host: string, port: number): Promise<string | null> {
+  const { createServer } = await import('node:net');
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'EADDRINUSE' ? 'in use' : (err.code ?? err.message)));
+    probe.listen(port, host, () => probe.close(() => resolve(null)));
+  });
 }
 
 async function run(f: DemoFlags): Promise<void> {
@@ -119,7 +132,7 @@ async function run(f: DemoFlags): Promise<void> {
     demo = await startDemo(config, (line) => say(`headroom demo: ${line}`));
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
-    if (e.code === 'EADDRINUSE') throw new UserError(`--port: ${f.host}:${f.port} is in use; pass another --port (0: any free port)`);
+    if (e.code === 'EADDRINUSE') throw new UserError(`--port: cannot listen on ${f.host}:${f.port} (in use); pass another --port (0: any free port)`);
     throw new UserError(e.message, { cause: err });
   }
   stop = () => demo.stop();
