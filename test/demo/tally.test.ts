@@ -42,7 +42,7 @@ test('SideTally: goodput, refusals with Retry-After, given-up requests above the
   assert.deepEqual(d.series.late, [0, 1, 0, 1]);
   assert.deepEqual(d.series.refused, [0, 2, 0, 0]);
   assert.deepEqual(d.series.outstanding, [2, 1, 2, 1]);
-  assert.equal(JSON.parse(JSON.stringify(d)).p99E2eMs, 'timeout', 'survives JSON (Infinity would not)');
+  assert.equal((JSON.parse(JSON.stringify(d)) as { p99E2eMs: unknown }).p99E2eMs, 'timeout', 'survives JSON (Infinity would not)');
   // Past the schedule's end the goodput is per second of the schedule.
   assert.equal(t.data(10).goodputRps, 0.25);
 });
