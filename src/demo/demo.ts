@@ -9,7 +9,7 @@
 // server and the tallies share the demo's event loop; the engines run in their own processes
 // (engine-process.ts).
 //
-// Order: model → both engines ready → page up → load → (done: engine windows frozen, summary
+// Order: model → both engines ready → capacity probe (unless --rate) → page up → load → (done: engine windows frozen, summary
 // printed) → stop(): load aborted, engines SIGTERMed (SIGKILL after a grace), page closed.
 import { setMaxListeners } from 'node:events';
 import { performance } from 'node:perf_hooks';
@@ -22,6 +22,7 @@ import type { EngineProcess } from './engine-process.ts';
 import { startEngine } from './engine-process.ts';
 import type { DemoHeader, DemoServer, DemoSource, FrozenEngine } from './demo-server.ts';
 import { engineWindow, startDemoServer } from './demo-server.ts';
+import { OVERLOAD, PROBE_CLIENTS, PROBE_S, probeCapacity, WARMUP_S } from './capacity.ts';
 import { demoPage } from './page.ts';
 import type { TallyData } from './tally.ts';
 import { SideTally } from './tally.ts';
@@ -35,8 +36,8 @@ export interface DemoConfig {
   readonly mockSpeed: number;
   /** Both engines' E2E budget, and the goodput threshold, ms. */
   readonly sloMs: number;
-  /** Poisson arrivals per second, sent to each engine. */
-  readonly rate: number;
+  /** Poisson arrivals per second, sent to each engine; null: OVERLOAD times the capacity probe's (capacity.ts). */
+  readonly rate: number | null;
   /** Seconds of arrivals. */
   readonly durationS: number;
   readonly seed: number;
@@ -62,6 +63,10 @@ interface Side {
 
 export interface RunningDemo {
   readonly url: string;
+  /** The rate the load runs at (--rate, or from the probe). */
+  readonly rate: number;
+  /** What the capacity probe measured, req/s (null: --rate was given). */
+  readonly capacityRps: number | null;
   readonly engines: readonly EngineProcess[];
   /** Resolves when every request of both loops has been answered (or the demo was stopped). */
   readonly loadDone: Promise<void>;
@@ -72,7 +77,7 @@ export interface RunningDemo {
 }
 
 /** The paragraph the terminal prints and the page shows. */
-export function story(c: DemoConfig): string {
+export function story(c: DemoConfig & { readonly rate: number }): string {
   const slo = `${c.sloMs / 1000} s`;
   return (
     `Two Headroom engines serve the same model (${c.runner} runner${c.runner === 'llama' ? `, ${c.threads} thread${c.threads === 1 ? '' : 's'} each` : ''}) ` +
@@ -124,9 +129,20 @@ export async function startDemo(c: DemoConfig, log: (line: string) => void): Pro
     await Promise.all([...engines.map((e) => e.stop()), server?.close()]);
   };
   try {
-    const bench = benchConfig(c, engines[0]?.url ?? '');
+    const url0 = engines[0]?.url ?? '';
+    const models = await Promise.all(engines.map((e) => resolveModel({ ...benchConfig(c, 1, url0), url: e.url })));
+    let capacity: number | null = null;
+    if (c.rate === null) {
+      log(`measuring what the unmanaged engine serves: ${PROBE_CLIENTS} clients back to back for ${PROBE_S} s ...`);
+      // Its own stream of requests (seed + 1): the demo's schedule is drawn from the seed itself.
+      const probeLoad = drawSchedule({ ...benchConfig(c, 1, url0), loop: 'closed', seed: c.seed + 1 }).workload;
+      capacity = await probeCapacity({ origin: new URL(url0).origin, model: models[0] ?? 'default', timeoutMs: c.timeoutS * 1000, nextSpec: () => probeLoad.next() });
+      if (!(capacity > 0)) throw new Error(`the unmanaged engine answered no request in the ${PROBE_S} s capacity probe (after ${WARMUP_S} s); pass --rate`);
+      log(`it answers about ${capacity.toFixed(2)} req/s; both engines get ${OVERLOAD}x that`);
+    }
+    const rate = c.rate ?? Math.max(0.1, Math.round(OVERLOAD * (capacity ?? 0) * 10) / 10);
+    const bench = benchConfig(c, rate, url0);
     const { arrivalsMs, specs: requests } = drawSchedule(bench);
-    const models = await Promise.all(engines.map((e) => resolveModel({ ...bench, url: e.url })));
     const sides: Side[] = specs.map((s, i) => {
       const engine = engines[i];
       if (engine === undefined) throw new Error('demo: bug: an engine is missing');
@@ -147,7 +163,9 @@ export async function startDemo(c: DemoConfig, log: (line: string) => void): Pro
           phase,
           elapsedS: Math.round(e * 10) / 10,
           durationS: c.durationS,
-          rate: c.rate,
+          rate,
+          capacityRps: capacity === null ? null : Math.round(capacity * 100) / 100,
+          probeS: PROBE_S,
           seed: c.seed,
           sloMs: c.sloMs,
           timeoutS: c.timeoutS,
@@ -159,7 +177,7 @@ export async function startDemo(c: DemoConfig, log: (line: string) => void): Pro
         };
       },
     };
-    server = await startDemoServer(source, demoPage(story(c)), c.host, c.port);
+    server = await startDemoServer(source, demoPage(story({ ...c, rate })), c.host, c.port);
     t0 = performance.now();
     const loops = sides.map((s, i) =>
       runOpenLoop({
@@ -186,6 +204,8 @@ export async function startDemo(c: DemoConfig, log: (line: string) => void): Pro
     const url = server.url;
     return {
       url,
+      rate,
+      capacityRps: capacity,
       engines,
       loadDone,
       summary: () => sides.map((s) => summaryLine(s.name, tallyOf(s, elapsedS()), c)),
@@ -205,9 +225,9 @@ function tallyOf(s: Side, elapsedS: number): TallyData {
   return s.tally.data(elapsedS);
 }
 
-function benchConfig(c: DemoConfig, url: string): BenchConfig {
+function benchConfig(c: DemoConfig, rate: number, url: string): BenchConfig {
   return {
-    url, path: '/v1/chat/completions', model: null, loop: 'open', arrival: 'poisson', rate: c.rate, gammaShape: 1, concurrency: 1,
+    url, path: '/v1/chat/completions', model: null, loop: 'open', arrival: 'poisson', rate, gammaShape: 1, concurrency: 1,
     durationS: c.durationS, warmupS: 0, cooldownS: 0, timeoutS: c.timeoutS, seed: c.seed, workload: 'chat',
     tokensPerWord: TOKENS_PER_WORD, contextTokens: 0, mix: [1, 1, 1], promptTokens: 256, outputTokens: 128,
     sloHeaderMs: null, ignoreEos: true, maxSlipP99Ms: 20,

@@ -143,7 +143,7 @@ const SCRIPT = `
       : j.phase === 'finishing' ? 'arrivals over (' + j.durationS + ' s); waiting for the last answers: ' + Math.round(j.elapsedS) + ' s'
       : j.phase === 'done' ? 'done: ' + j.durationS + ' s of arrivals, the last answered at ' + Math.round(j.elapsedS) + ' s'
       : 'stopped at ' + Math.round(j.elapsedS) + ' s';
-    setText('run', when + ' · ' + j.rate + ' req/s Poisson, seed ' + j.seed + ', ' + j.workload + ' workload · SLO ' + secs(j.sloMs) + ' E2E · ' + j.runner + ' runner, ' + j.model);
+    setText('run', when + ' · ' + j.rate + ' req/s Poisson' + (j.capacityRps === null ? '' : ' (twice the ' + j.capacityRps + ' req/s the unmanaged engine answered in a ' + j.probeS + ' s probe)') + ', seed ' + j.seed + ', ' + j.workload + ' workload · SLO ' + secs(j.sloMs) + ' E2E · ' + j.runner + ' runner, ' + j.model);
     var keys = ['off', 'on'];
     var views = j.sides.map(function (s) { return s.engine === null ? null : engineView(s.engine, s.engineOffsetS, n); });
     // Poisson counts per second are noise at a few requests per second: longer runs draw 5 s means.

@@ -120,6 +120,8 @@ export interface ClosedLoopOptions {
   /** Draws the next request's spec; called in issue order. */
   readonly nextSpec: () => RequestSpec;
   readonly progress?: Progress;
+  /** Aborting stops the workers and ends every request in flight (its row is a transport error). */
+  readonly signal?: AbortSignal;
 }
 
 /** Closed loop: N workers issue back-to-back until durationMs; rows in issue order. */
@@ -135,7 +137,7 @@ export async function runClosedLoop(opts: ClosedLoopOptions): Promise<RequestRec
   const worker = async (w: number): Promise<void> => {
     for (;;) {
       const intendedMs = performance.now() - t0;
-      if (intendedMs >= opts.durationMs) return;
+      if (intendedMs >= opts.durationMs || opts.signal?.aborted === true) return;
       const requestId = nextId++;
       progress.numSent++;
       const rec = await sendRequest(dispatcher, opts.nextSpec(), opts.client, {
@@ -145,6 +147,7 @@ export async function runClosedLoop(opts: ClosedLoopOptions): Promise<RequestRec
         phase: phaseOf(intendedMs, opts.durationMs, opts.warmupMs, opts.cooldownMs),
         intendedMs,
         t0,
+        ...(opts.signal === undefined ? {} : { signal: opts.signal }),
       });
       progress.numDone++;
       records.push(rec);

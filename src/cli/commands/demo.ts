@@ -1,11 +1,11 @@
 // `headroom demo`: two engines on the generated model, admission off and on, driven by the same
 // open-loop overload and shown side by side on one live page (src/demo/, docs/demo.md).
 //
-// The default rate is about twice what one engine serves: 3.2 req/s on the tiny llama model with
-// one thread (it saturates near 1.6 req/s on the chat workload, docs/admission.md), 9 req/s on the
-// mock runner (about 4.5, results/gate/capacity.md). At twice saturation the unmanaged queue grows
-// by about one engine's worth of requests every second, so it is past the SLO within the first
-// minute, while the refused share of the managed engine stays about one half.
+// The default rate is twice what the unmanaged engine answers in a 20 s probe on this machine
+// (demo/capacity.ts): at twice saturation its queue grows by about one engine's worth of requests
+// every second, so it is past the SLO within the first minute, while the managed engine refuses
+// about half. A fixed rate would be wrong somewhere: the tiny model with one thread serves about
+// 1.6 req/s here (docs/admission.md) and several times that on a fast laptop.
 //
 // Ctrl-C (SIGINT) or SIGTERM stops the load, then both engines (SIGTERM, SIGKILL after 5 s), then
 // the page, and exits 0; a second signal exits at once (the engines are SIGKILLed on the way out).
@@ -28,9 +28,6 @@ interface DemoFlags {
   readyTimeoutS: number;
   exitWhenDone: boolean;
 }
-
-/** Default --rate per runner: about twice one engine's saturation (see the header). */
-export const DEFAULT_RATE = { llama: 3.2, mock: 9 } as const;
 
 const positive = (v: string): number => {
   const n = Number(v);
@@ -60,7 +57,7 @@ export function registerDemoCommand(program: Command): void {
     .addOption(new Option('--runner <runner>', 'model runner of both engines').choices(['llama', 'mock']).default('llama'))
     .option('--model <file>', 'GGUF model both engines serve (default: the generated tiny model)')
     .option('--threads <n>', 'llama.cpp threads per engine (the two engines share the machine)', positiveInt, 1)
-    .option('--rate <rps>', `Poisson arrivals per second sent to each engine (default: about twice one engine's saturation, ${DEFAULT_RATE.llama} on llama, ${DEFAULT_RATE.mock} on mock)`, positive)
+    .option('--rate <rps>', 'Poisson arrivals per second sent to each engine (default: twice what the unmanaged engine answers in a 20 s probe)', positive)
     .option('--duration-s <s>', 'seconds of arrivals', positive, 300)
     .option('--slo-ms <ms>', "both engines' E2E latency budget, and the goodput threshold", positiveInt, 4000)
     .option('--timeout-s <s>', 'a client gives up on a request after this long', positive, 20)
@@ -119,7 +116,7 @@ async function run(f: DemoFlags): Promise<void> {
     threads: f.threads,
     mockSpeed: f.mockSpeed,
     sloMs: f.sloMs,
-    rate: f.rate ?? DEFAULT_RATE[f.runner],
+    rate: f.rate ?? null,
     durationS: f.durationS,
     seed: f.seed,
     timeoutS: f.timeoutS,
@@ -139,9 +136,9 @@ async function run(f: DemoFlags): Promise<void> {
   for (const e of demo.engines) say(`headroom demo: ${e.name}: pid ${e.pid}, ${e.url}`);
   say(`headroom demo: open ${demo.url}`);
   say('');
-  say(story(config));
+  say(story({ ...config, rate: demo.rate }));
   say('');
-  say(`headroom demo: ${config.rate} req/s for ${config.durationS} s; Ctrl-C stops everything.`);
+  say(`headroom demo: ${demo.rate} req/s for ${config.durationS} s; Ctrl-C stops everything.`);
   await demo.loadDone;
   if (stopping !== null) return;
   say('headroom demo: load finished.');
