@@ -2,7 +2,7 @@
 // thread per engine) for a shortened load, waits until every request is answered, saves the page
 // with headless Chromium and prints what each engine did (the numbers docs/demo.md quotes).
 // Needs the llama addon (npm install) and Debian's `chromium` (or CHROMIUM=path). About three
-// minutes: engine start, --duration-s of load (default 140), the unmanaged engine's last clients
+// minutes: engine start, the 20 s capacity probe, --duration-s of load (default 110), the unmanaged engine's last clients
 // giving up (--timeout-s, 20).
 //
 //   node --import tsx scripts/screenshot-demo.ts [--out docs/img/demo.png] [demo flags ...]
@@ -21,7 +21,7 @@ if (bin === null) {
   console.error('screenshot-demo: no chromium binary (apt-get install chromium, or set CHROMIUM)');
   process.exit(1);
 }
-const args = ['demo', '--port', '0', '--duration-s', '140', ...flags];
+const args = ['demo', '--port', '0', '--duration-s', '110', ...flags];
 console.log(`screenshot-demo: headroom ${args.join(' ')}`);
 const demo = spawnHeadroom(args);
 try {

@@ -115,6 +115,7 @@ export async function startDemo(c: DemoConfig, log: (line: string) => void): Pro
   }
   let stopped = false;
   for (const e of engines) {
+    log(`${e.name}: pid ${e.pid}, ${e.url}`);
     void e.exited.then((code) => {
       if (!stopped) log(`${e.name} exited with code ${String(code)} during the demo: ${e.lastLines().at(-1) ?? '(no output)'}`);
     });
@@ -130,7 +131,8 @@ export async function startDemo(c: DemoConfig, log: (line: string) => void): Pro
   };
   try {
     const url0 = engines[0]?.url ?? '';
-    const models = await Promise.all(engines.map((e) => resolveModel({ ...benchConfig(c, 1, url0), url: e.url })));
+    // The name each engine answers to (GET /v1/models); the rate is not read.
+    const models = await Promise.all(engines.map((e) => resolveModel(benchConfig(c, 1, e.url))));
     let capacity: number | null = null;
     if (c.rate === null) {
       log(`measuring what the unmanaged engine serves: ${PROBE_CLIENTS} clients back to back for ${PROBE_S} s ...`);

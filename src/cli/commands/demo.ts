@@ -133,7 +133,6 @@ async function run(f: DemoFlags): Promise<void> {
     throw new UserError(e.message, { cause: err });
   }
   stop = () => demo.stop();
-  for (const e of demo.engines) say(`headroom demo: ${e.name}: pid ${e.pid}, ${e.url}`);
   say(`headroom demo: open ${demo.url}`);
   say('');
   say(story({ ...config, rate: demo.rate }));
