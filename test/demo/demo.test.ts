@@ -121,6 +121,21 @@ test('SIGINT during the load stops the load and both engines: exit 0, no engine 
   for (const pid of pids) assert.ok(await gone(pid), `engine ${pid} still running after the demo exited`);
 });
 
+test('SIGTERM while the demo is still starting (the capacity probe) leaves no engine either', { timeout: 90_000 }, async (t) => {
+  const demo = spawnHeadroom(['demo', '--runner', 'mock', '--port', '0', '--duration-s', '60']);
+  t.after(() => demo.proc.kill('SIGKILL'));
+  await demo.waitFor(/measuring what the unmanaged engine serves/, 60_000);
+  const pids = [...demo.output().matchAll(/: pid (\d+), http/g)].map((m) => Number(m[1]));
+  assert.equal(pids.length, 2, demo.output());
+  t.after(() => {
+    for (const pid of pids) if (alive(pid)) process.kill(pid, 'SIGKILL');
+  });
+  demo.proc.kill('SIGTERM');
+  const exit = await demo.exited;
+  assert.equal(exit.code, 0, demo.output());
+  for (const pid of pids) assert.ok(await gone(pid), `engine ${pid} still running after the demo exited`);
+});
+
 test('--exit-when-done: the demo exits 0 by itself after the load, with a summary, and no engine left', { timeout: 90_000 }, async (t) => {
   const { demo, pids } = await start([...ARGS, '--duration-s', '2', '--rate', '5', '--exit-when-done']);
   t.after(() => {
