@@ -7,7 +7,9 @@
 // 'error' with the message in #error); data-requests is the run's request count and data-points
 // the number of per-request points drawn in the latency scatter (circles with class 'req').
 //
-// The script is plain ES2017 without template literals, so this file can hold it in one.
+// The drawing code (CHARTS_SCRIPT) is separate from the page's own script so that the demo's
+// side-by-side page (demo/page.ts) draws with the same charts. The scripts are plain ES2017
+// without template literals, so this file can hold them in strings.
 
 const STYLE = `
 body { font: 13px system-ui, sans-serif; margin: 16px; color: #222; background: #fafafa; }
