@@ -74,7 +74,8 @@ const SCRIPT = `
     ['waiting', 'running', 'outstanding'].forEach(function (key) { out[key] = range(n).map(function (i) { return out[key][i] === undefined ? null : out[key][i]; }); });
     // A point within a second before the load's start is the clock's rounding, not an earlier request.
     var reqs = d.requests.filter(function (r) { return r.tS + offsetS >= -1; }).map(function (r) { return { id: r.id, tS: Math.max(0, r.tS + offsetS), ttftMs: r.ttftMs, e2eMs: r.e2eMs, outcome: r.outcome }; });
-    return { sloMs: d.sloMs, numRequests: d.numRequests, numRefused: d.numRefused, requests: reqs, series: { bucketS: 1, tS: range(n), waiting: out.waiting, running: out.running, outstanding: out.outstanding } };
+    // The engine's own totals also count the capacity probe's requests (before the load): not shown.
+    return { sloMs: d.sloMs, numRequests: reqs.length, numRefused: 0, requests: reqs, series: { bucketS: 1, tS: range(n), waiting: out.waiting, running: out.running, outstanding: out.outstanding } };
   }
   function card(box, value, label) {
     var c = document.createElement('div');
