@@ -1,5 +1,7 @@
 // One engine of the demo: a `headroom serve` child process on a port of its own, found ready by
-// its "...; ready" log line (the line the CI load gate waits for too).
+// its "...; ready" log line, as harness/serve-child.ts finds the gate's and the ladder's servers.
+// Not that helper itself: the demo's engines run detached with an exit hook (below), keep their
+// last lines in memory instead of a log file, and are killed after 5 s, not 15.
 //
 // Why a child process and not two engines in the demo's own process: each engine's step loop,
 // HTTP server and admission controller then have an event loop to themselves, as in production,
@@ -12,10 +14,9 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { REPO_ROOT } from '../harness/serve-child.ts';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const BIN = path.join(ROOT, 'bin/headroom.mjs');
+const BIN = path.join(REPO_ROOT, 'bin/headroom.mjs');
 /** Log lines kept per engine, for the message when one fails. */
 const KEEP_LINES = 20;
 
@@ -49,7 +50,7 @@ export async function startEngine(spec: EngineSpec, readyTimeoutMs: number): Pro
       for (const c of live) c.kill('SIGKILL');
     });
   }
-  const child = spawn(process.execPath, [BIN, 'serve', '--host', '127.0.0.1', '--port', '0', ...spec.args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn(process.execPath, [BIN, 'serve', '--host', '127.0.0.1', '--port', '0', ...spec.args], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   live.add(child);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => {
     live.delete(child);

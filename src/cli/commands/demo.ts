@@ -11,6 +11,7 @@
 // the page, and exits 0; a second signal exits at once (the engines are SIGKILLed on the way out).
 import type { Command } from 'commander';
 import { InvalidArgumentError, Option } from 'commander';
+import { positive, positiveInt } from '../option-parsers.ts';
 import { UserError } from '../user-error.ts';
 
 interface DemoFlags {
@@ -29,16 +30,6 @@ interface DemoFlags {
   exitWhenDone: boolean;
 }
 
-const positive = (v: string): number => {
-  const n = Number(v);
-  if (v.trim() === '' || !Number.isFinite(n) || !(n > 0)) throw new InvalidArgumentError(`expected a positive number, got '${v}'`);
-  return n;
-};
-const positiveInt = (v: string): number => {
-  const n = positive(v);
-  if (!Number.isInteger(n)) throw new InvalidArgumentError(`expected a positive integer, got '${v}'`);
-  return n;
-};
 const int = (v: string): number => {
   const n = Number(v);
   if (v.trim() === '' || !Number.isInteger(n)) throw new InvalidArgumentError(`expected an integer, got '${v}'`);
