@@ -15,7 +15,7 @@ import { ConnectionGuard } from './api/connections.ts';
 import type { KeyRing } from './api/auth.ts';
 import type { LogDestination } from './api/logger.ts';
 import type { Lifecycle } from './api/server.ts';
-import { buildServer } from './api/server.ts';
+import { LISTEN_BACKLOG, buildServer } from './api/server.ts';
 import { drainUntil } from './api/drain.ts';
 import type { DrainOutcome } from './api/drain.ts';
 import type { AdmissionController } from './admission/controller.ts';
@@ -158,7 +158,7 @@ export class Headroom {
 
   /** Bind the port (fails at once if it is taken); the model is not needed for this. */
   async listen(): Promise<string> {
-    const address = await this.app.listen({ host: this.#opts.server.host, port: this.#opts.server.port, listenTextResolver: (a) => `listening at ${a}; loading the model` });
+    const address = await this.app.listen({ host: this.#opts.server.host, port: this.#opts.server.port, backlog: LISTEN_BACKLOG, listenTextResolver: (a) => `listening at ${a}; loading the model` });
     this.#address = address;
     return address;
   }

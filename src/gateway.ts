@@ -20,7 +20,7 @@ import type { ServerConfig } from './api/config.ts';
 import { ConnectionGuard } from './api/connections.ts';
 import type { LogDestination } from './api/logger.ts';
 import type { Lifecycle } from './api/server.ts';
-import { buildServer } from './api/server.ts';
+import { LISTEN_BACKLOG, buildServer } from './api/server.ts';
 import { drainUntil } from './api/drain.ts';
 import type { DrainOutcome } from './api/drain.ts';
 import type { Clock } from './engine/clock.ts';
@@ -118,7 +118,7 @@ export class Gateway {
   }
 
   async listen(): Promise<string> {
-    this.#address = await this.app.listen({ host: this.#opts.server.host, port: this.#opts.server.port, listenTextResolver: (a) => `listening at ${a}; probing ${this.#opts.upstreams.length} upstreams` });
+    this.#address = await this.app.listen({ host: this.#opts.server.host, port: this.#opts.server.port, backlog: LISTEN_BACKLOG, listenTextResolver: (a) => `listening at ${a}; probing ${this.#opts.upstreams.length} upstreams` });
     return this.#address;
   }
 

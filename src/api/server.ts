@@ -96,6 +96,12 @@ export interface ServerDeps {
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
+/**
+ * Pending TCP handshakes the kernel queues for the listening socket (it caps this at
+ * net.core.somaxconn). Node's default of 511 made a 20,000-connection burst drop over 100,000
+ * handshakes, and /health probes waited behind them (results/burst/README.md).
+ */
+export const LISTEN_BACKLOG = 4096;
 /** Paths answered even on an overflow connection (connections.ts). */
 const PROBES = new Set(['/health', '/ready']);
 /** Paths polled by machines (orchestrator probes, the Prometheus scrape): logged at debug. */
