@@ -12,7 +12,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AdmissionController } from './admission/controller.ts';
 import type { AdmissionConfig } from './admission/factory.ts';
 import { createAdmissionController } from './admission/factory.ts';
-import { keepWarm, rehearseDecisions } from './admission/rehearse.ts';
+import { prepareDecisions } from './admission/rehearse.ts';
 import { TraceWriter } from './admission/trace-writer.ts';
 import { ActiveRequests } from './api/active-requests.ts';
 import type { KeyRing } from './api/auth.ts';
@@ -158,10 +158,7 @@ export class Gateway {
     // As in engine mode: the decision path compiled before the first real request (rehearse.ts).
     const load = this.backend.load;
     const clock = this.backend.clock;
-    const twin = rehearseDecisions(this.admission, () => load.snapshot(true), { sloMs: opts.server.sloMs, nowMs: clock.nowMs() });
-    const a = opts.admission;
-    const keepWarmMs = a === undefined || 'decide' in a ? 0 : (a.keepWarmMs ?? 0);
-    if (twin !== null && keepWarmMs > 0) this.#stopKeepWarm = keepWarm(twin, () => load.snapshot(), { sloMs: opts.server.sloMs, now: () => clock.nowMs(), everyMs: keepWarmMs });
+    this.#stopKeepWarm = prepareDecisions(this.admission, opts.admission, { sloMs: opts.server.sloMs, now: () => clock.nowMs(), snapshot: (fresh) => load.snapshot(fresh) });
     this.lifecycle.warm = true;
     this.app.log.info(`gateway for ${this.backend.models().join(', ')} on ${this.#address}; ready`);
   }

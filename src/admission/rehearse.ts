@@ -10,6 +10,7 @@
 
 import type { EngineSnapshot } from '../engine/snapshot.ts';
 import type { AdmissionContext, AdmissionController } from './controller.ts';
+import type { AdmissionConfig } from './factory.ts';
 import { NUM_FEATURES, extractFeatures } from './features.ts';
 
 /** Enough calls for V8 to compile the path with its optimising tier; about 10–20 ms on this machine. */
@@ -57,4 +58,17 @@ export function keepWarm(twin: AdmissionController, snapshot: () => EngineSnapsh
   }, o.everyMs);
   timer.unref();
   return () => clearInterval(timer);
+}
+
+/**
+ * What a server does before /ready: rehearse the decision on the controller's twin, then keep it
+ * warm every `keepWarmMs` of the configuration (an injected controller, or none, is not kept warm).
+ * `snapshot(fresh)` is the server's view (an engine's, or a gateway's books). Returns the function
+ * that stops the keep-warm timer.
+ */
+export function prepareDecisions(controller: AdmissionController, config: AdmissionConfig | AdmissionController | undefined, o: { readonly sloMs: number; readonly now: () => number; readonly snapshot: (fresh: boolean) => EngineSnapshot | null }): () => void {
+  const twin = rehearseDecisions(controller, () => o.snapshot(true), { sloMs: o.sloMs, nowMs: o.now() });
+  const everyMs = config === undefined || 'decide' in config ? 0 : (config.keepWarmMs ?? 0);
+  if (twin === null || everyMs <= 0) return () => undefined;
+  return keepWarm(twin, () => o.snapshot(false), { sloMs: o.sloMs, now: o.now, everyMs });
 }
