@@ -36,14 +36,18 @@ import { UpstreamPool } from './proxy/pool.ts';
 import { ProxyBackend } from './proxy/proxy-backend.ts';
 import type { ProxyOptions } from './proxy/proxy-backend.ts';
 import { normalizeUpstreamUrl } from './proxy/upstream.ts';
+import { NO_UPSTREAM_ACCESS } from './proxy/upstream-access.ts';
+import type { UpstreamAccess } from './proxy/upstream-access.ts';
 
 export interface GatewayOptions {
   /** Base URLs of the upstream OpenAI servers (http://host:port, with or without /v1). */
   readonly upstreams: readonly string[];
   readonly server: ServerConfig;
-  readonly pool: Omit<PoolOptions, 'clock'>;
+  readonly pool: Omit<PoolOptions, 'clock' | 'access'>;
   readonly picker: PickerOptions;
-  readonly proxy: Omit<ProxyOptions, 'retryAfterS'>;
+  readonly proxy: Omit<ProxyOptions, 'retryAfterS' | 'access'>;
+  /** Credentials and TLS for every upstream (default: none, the system's CAs). */
+  readonly access?: UpstreamAccess;
   /** Metrics (on unless `metrics: false`) and tracing (with `otelEndpoint`). */
   readonly obs?: Omit<ObservabilityOptions, 'sloMs' | 'modelName'>;
   readonly fdLimit?: number;
@@ -75,8 +79,9 @@ export class Gateway {
     this.#opts = opts;
     const clock = opts.clock ?? monotonicClock;
     const urls = opts.upstreams.map(normalizeUpstreamUrl);
-    const pool = new UpstreamPool(urls, { ...opts.pool, clock });
-    this.backend = new ProxyBackend(pool, new Picker(opts.picker), clock, { ...opts.proxy, retryAfterS: Math.max(opts.server.retryAfterS, Math.ceil(opts.pool.healthIntervalMs / 1000)) });
+    const access = opts.access ?? NO_UPSTREAM_ACCESS;
+    const pool = new UpstreamPool(urls, { ...opts.pool, clock, access });
+    this.backend = new ProxyBackend(pool, new Picker(opts.picker), clock, { ...opts.proxy, access, retryAfterS: Math.max(opts.server.retryAfterS, Math.ceil(opts.pool.healthIntervalMs / 1000)) });
     const a = opts.admission ?? { mode: 'off' };
     this.admission = 'decide' in a ? a : createAdmissionController(a);
     this.trace = opts.traceOut === undefined ? null : new TraceWriter(opts.traceOut);

@@ -21,6 +21,8 @@ import { parseLoad } from './scrape.ts';
 import { Upstream } from './upstream.ts';
 import type { UpstreamHealth, UpstreamSnapshot } from './upstream.ts';
 import type { UpstreamFacts } from './gateway-load.ts';
+import { NO_UPSTREAM_ACCESS, accessHeaders, connectOptions } from './upstream-access.ts';
+import type { UpstreamAccess } from './upstream-access.ts';
 
 export interface PoolOptions {
   readonly healthIntervalMs: number;
@@ -36,6 +38,8 @@ export interface PoolOptions {
   readonly affinityCapacity: number;
   /** Sequence slots of every upstream, overriding what it reports (0 or absent: what it reports). */
   readonly slotsPerUpstream?: number;
+  /** Credentials and TLS for the upstreams (default: none, the system's CAs). */
+  readonly access?: UpstreamAccess;
   readonly clock: Clock;
 }
 
@@ -45,6 +49,7 @@ export class UpstreamPool implements UpstreamFacts {
   readonly upstreams: readonly Upstream[];
   readonly #opts: PoolOptions;
   readonly #agent: Agent;
+  readonly #headers: Record<string, string>;
   readonly #listeners: HealthListener[] = [];
   #healthTimer: NodeJS.Timeout | null = null;
   #scrapeTimer: NodeJS.Timeout | null = null;
@@ -58,7 +63,9 @@ export class UpstreamPool implements UpstreamFacts {
     }
     this.#opts = opts;
     this.upstreams = urls.map((url, i) => new Upstream(url, i, new AffinityTrie({ unit: opts.affinityUnit, capacity: opts.affinityCapacity })));
-    this.#agent = new Agent({ connectTimeout: opts.probeTimeoutMs, headersTimeout: opts.probeTimeoutMs, bodyTimeout: opts.probeTimeoutMs, keepAliveTimeout: 10_000 });
+    const access = opts.access ?? NO_UPSTREAM_ACCESS;
+    this.#agent = new Agent({ connect: connectOptions(access, opts.probeTimeoutMs), headersTimeout: opts.probeTimeoutMs, bodyTimeout: opts.probeTimeoutMs, keepAliveTimeout: 10_000 });
+    this.#headers = accessHeaders(access);
   }
 
   // ---- public API ----
@@ -193,7 +200,7 @@ export class UpstreamPool implements UpstreamFacts {
   /** Null when the upstream answers its health probe as ready; otherwise why not. */
   async #healthProblem(u: Upstream): Promise<string | null> {
     try {
-      const res = await request(`${u.url}/health`, { dispatcher: this.#agent, signal: AbortSignal.timeout(this.#opts.probeTimeoutMs) });
+      const res = await request(`${u.url}/health`, { dispatcher: this.#agent, headers: this.#headers, signal: AbortSignal.timeout(this.#opts.probeTimeoutMs) });
       const text = await res.body.text();
       if (res.statusCode < 200 || res.statusCode >= 300) return `/health answered ${res.statusCode}`;
       // A Headroom upstream says when it is loading or draining (its /health stays 200 for both).
@@ -208,7 +215,7 @@ export class UpstreamPool implements UpstreamFacts {
 
   async #models(u: Upstream): Promise<readonly string[] | null> {
     try {
-      const res = await request(`${u.url}/v1/models`, { dispatcher: this.#agent, signal: AbortSignal.timeout(this.#opts.probeTimeoutMs) });
+      const res = await request(`${u.url}/v1/models`, { dispatcher: this.#agent, headers: this.#headers, signal: AbortSignal.timeout(this.#opts.probeTimeoutMs) });
       const body = parseJson(await res.body.text()) as { data?: { id?: unknown; max_model_len?: unknown }[] } | null;
       if (res.statusCode !== 200 || !Array.isArray(body?.data)) {
         this.#setHealth(u, 'ejected', `/v1/models answered ${res.statusCode} without a model list`);
@@ -228,7 +235,7 @@ export class UpstreamPool implements UpstreamFacts {
   /** llama-server says how many slots it has on /props; other servers have no such page (a 404 is fine). */
   async #props(u: Upstream): Promise<void> {
     try {
-      const res = await request(`${u.url}/props`, { dispatcher: this.#agent, signal: AbortSignal.timeout(this.#opts.probeTimeoutMs) });
+      const res = await request(`${u.url}/props`, { dispatcher: this.#agent, headers: this.#headers, signal: AbortSignal.timeout(this.#opts.probeTimeoutMs) });
       const body = parseJson(await res.body.text()) as { total_slots?: unknown } | null;
       const n = body?.total_slots;
       u.slots = res.statusCode === 200 && typeof n === 'number' && Number.isInteger(n) && n > 0 ? n : null;
@@ -239,7 +246,7 @@ export class UpstreamPool implements UpstreamFacts {
 
   async #scrape(u: Upstream): Promise<void> {
     try {
-      const res = await request(`${u.url}/metrics`, { dispatcher: this.#agent, signal: AbortSignal.timeout(this.#opts.probeTimeoutMs) });
+      const res = await request(`${u.url}/metrics`, { dispatcher: this.#agent, headers: this.#headers, signal: AbortSignal.timeout(this.#opts.probeTimeoutMs) });
       const text = await res.body.text();
       if (res.statusCode !== 200) return;
       u.load = parseLoad(text);

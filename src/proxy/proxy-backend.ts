@@ -32,6 +32,8 @@ import { GatewayLoad } from './gateway-load.ts';
 import type { Picker } from './picker.ts';
 import type { UpstreamPool } from './pool.ts';
 import type { Upstream } from './upstream.ts';
+import { NO_UPSTREAM_ACCESS, accessHeaders, connectOptions } from './upstream-access.ts';
+import type { UpstreamAccess } from './upstream-access.ts';
 
 export interface ProxyOptions {
   /** Most upstreams one request is tried on. */
@@ -41,6 +43,8 @@ export interface ProxyOptions {
   readonly upstreamTimeoutMs: number;
   /** Retry-After of a `no_upstream` refusal, seconds. */
   readonly retryAfterS: number;
+  /** Credentials and TLS for the upstreams (default: none, the system's CAs). */
+  readonly access?: UpstreamAccess;
 }
 
 /** Statuses that say "not now, not here": another upstream may do better. */
@@ -56,6 +60,7 @@ export class ProxyBackend implements ForwardingBackend {
   readonly #picker: Picker;
   readonly #opts: ProxyOptions;
   readonly #agent: Agent;
+  readonly #headers: Record<string, string>;
   #draining = false;
   #numInFlight = 0;
   #numFailovers = 0;
@@ -69,7 +74,9 @@ export class ProxyBackend implements ForwardingBackend {
     this.#picker = picker;
     this.clock = clock;
     this.#opts = opts;
-    this.#agent = new Agent({ connectTimeout: opts.connectTimeoutMs, headersTimeout: opts.upstreamTimeoutMs, bodyTimeout: opts.upstreamTimeoutMs, keepAliveTimeout: 10_000 });
+    const access = opts.access ?? NO_UPSTREAM_ACCESS;
+    this.#headers = accessHeaders(access);
+    this.#agent = new Agent({ connect: connectOptions(access, opts.connectTimeoutMs), headersTimeout: opts.upstreamTimeoutMs, bodyTimeout: opts.upstreamTimeoutMs, keepAliveTimeout: 10_000 });
   }
 
   get info(): BackendInfo {
@@ -136,7 +143,7 @@ export class ProxyBackend implements ForwardingBackend {
         this.pool.release(u);
         if (--this.#numInFlight === 0) for (const w of this.#idleWaiters.splice(0)) w();
       };
-      const a = await attempt({ url: `${u.url}${req.path}`, body: req.body, headers: req.headers }, this.#agent, signal).catch((err: unknown) => {
+      const a = await attempt({ url: `${u.url}${req.path}`, body: req.body, headers: { ...req.headers, ...this.#headers } }, this.#agent, signal).catch((err: unknown) => {
         release();
         throw err;
       });

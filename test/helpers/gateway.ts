@@ -16,7 +16,8 @@ export interface TestGateway {
 
 export interface TestGatewayOptions {
   readonly server?: Partial<ServerConfig>;
-  readonly pool?: Partial<Omit<PoolOptions, 'clock'>>;
+  readonly pool?: Partial<Omit<PoolOptions, 'clock' | 'access'>>;
+  readonly access?: GatewayOptions['access'];
   readonly picker?: Partial<PickerOptions>;
   readonly maxAttempts?: number;
   readonly flow?: FlowControl;
@@ -37,6 +38,7 @@ export async function startTestGateway(upstreams: readonly string[], opts: TestG
     ...(opts.flow === undefined ? {} : { flow: opts.flow }),
     ...(opts.admission === undefined ? {} : { admission: opts.admission }),
     ...(opts.traceOut === undefined ? {} : { traceOut: opts.traceOut }),
+    ...(opts.access === undefined ? {} : { access: opts.access }),
   };
   const gateway = new Gateway(options);
   const url = await gateway.start();

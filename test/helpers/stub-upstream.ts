@@ -10,6 +10,7 @@
 //   - records every generation request (path, body bytes, whether the client aborted it), and how
 //     many were open at once at most (`open`, and counters shared between stubs)
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 
 export interface StubRequest {
@@ -33,6 +34,10 @@ export interface StubUpstreamOptions {
   readonly tokenDelayMs?: number;
   /** Counters shared with other stubs (open requests across several upstreams), besides `open`. */
   readonly alsoCount?: readonly OpenCount[];
+  /** Serve https with this key and certificate; with `ca`, also ask for a client certificate signed by it and refuse others. */
+  readonly tls?: { readonly key: string; readonly cert: string; readonly ca?: string };
+  /** Answer 401 to every request (GET /health excepted) without `Authorization: Bearer <bearer>`. */
+  readonly bearer?: string;
 }
 
 /** Generation requests open now (arrived, neither finished nor aborted) and the most at once since the last reset. */
@@ -76,6 +81,10 @@ export class StubUpstream {
   /** A 4xx or 5xx answer to the next generation request: [status, body]. */
   answerNext: [number, unknown] | null = null;
   #server: http.Server;
+  readonly #scheme: 'http' | 'https';
+  readonly #bearer: string | null;
+  /** Requests answered 401 for a missing or wrong bearer token. */
+  numUnauthorized = 0;
   #url = '';
   #credits = 0;
   #waiters: Waiter[] = [];
@@ -88,7 +97,13 @@ export class StubUpstream {
     this.autoRelease = opts.autoRelease ?? true;
     this.tokenDelayMs = opts.tokenDelayMs ?? 0;
     this.#counts = [this.open, ...(opts.alsoCount ?? [])];
-    this.#server = http.createServer((req, res) => this.#handle(req, res));
+    this.#bearer = opts.bearer ?? null;
+    const handle = (req: http.IncomingMessage, res: http.ServerResponse): void => this.#handle(req, res);
+    const t = opts.tls;
+    this.#scheme = t === undefined ? 'http' : 'https';
+    this.#server = t === undefined
+      ? http.createServer(handle)
+      : https.createServer({ key: t.key, cert: t.cert, ...(t.ca === undefined ? {} : { ca: t.ca, requestCert: true, rejectUnauthorized: true }) }, handle);
   }
 
   get url(): string {
@@ -97,7 +112,7 @@ export class StubUpstream {
 
   async start(port = 0): Promise<this> {
     await new Promise<void>((r) => this.#server.listen(port, '127.0.0.1', r));
-    this.#url = `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
+    this.#url = `${this.#scheme}://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
     return this;
   }
 
@@ -141,6 +156,11 @@ export class StubUpstream {
 
   #handle(req: http.IncomingMessage, res: http.ServerResponse): void {
     const path = (req.url ?? '/').split('?')[0]!;
+    if (this.#bearer !== null && !(req.method === 'GET' && path === '/health') && req.headers.authorization !== `Bearer ${this.#bearer}`) {
+      this.numUnauthorized++;
+      res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'invalid api key', type: 'authentication_error', code: 'invalid_api_key' } }));
+      return;
+    }
     if (req.method === 'GET') {
       if (path === '/health') {
         res.writeHead(this.healthStatus, { 'content-type': 'application/json' }).end(JSON.stringify({ status: this.healthStatus === 200 ? 'ok' : 'failed' }));

@@ -41,6 +41,11 @@ interface GatewayFlags extends ServerFlags, FlowFlags, AdmissionFlags {
   upstreamMaxInflight: string;
   affinityUnitBytes: string;
   affinityCapacityBytes: string;
+  upstreamApiKey?: string;
+  upstreamCa?: string;
+  upstreamCert?: string;
+  upstreamKey?: string;
+  upstreamTlsVerify: 'on' | 'off';
 }
 
 const number = (name: string, v: string, ok: (n: number) => boolean, expected: string): number => {
@@ -76,6 +81,11 @@ export function registerGatewayCommand(program: Command): void {
     .option('--upstream-slots <n>', "sequence slots of each upstream, for admission control's view of free slots (0: what each reports — llama-server's /props total_slots — or unknown)", '0')
     .option('--upstream-max-inflight <n>', "picker: an upstream holding this many of the gateway's requests is saturated (0: no such bound)", '0')
     .option('--affinity-unit-bytes <n>', 'prefix affinity: prompts are matched in units of this many bytes', '16')
+    .option('--upstream-api-key <key>', 'sent to every upstream as Authorization: Bearer (prefer the environment variable HEADROOM_GATEWAY_UPSTREAM_API_KEY: a flag shows in the process list)')
+    .option('--upstream-ca <file>', 'PEM CA certificates to trust for https upstreams, besides the system\'s')
+    .option('--upstream-cert <file>', 'PEM client certificate for upstreams that ask for one (mutual TLS); with --upstream-key')
+    .option('--upstream-key <file>', 'PEM private key of --upstream-cert')
+    .addOption(new Option('--upstream-tls-verify <on|off>', 'verify https upstreams\' certificates (off: accept any; a warning at start)').choices(['on', 'off']).default('on'))
     .option('--affinity-capacity-bytes <n>', 'prefix affinity: most prompt bytes remembered per upstream (least recently used go first)', String(16 << 20));
   addServerOptions(cmd);
   addAdmissionOptions(cmd, 'off');
@@ -114,8 +124,17 @@ async function build(f: GatewayFlags, config: EffectiveConfig): Promise<Gateway>
   const unit = positiveInt('affinity-unit-bytes', f.affinityUnitBytes);
   const capacity = positiveInt('affinity-capacity-bytes', f.affinityCapacityBytes);
   if (capacity < unit) throw new StartupError(`--affinity-capacity-bytes: expected at least --affinity-unit-bytes (${unit}), got '${f.affinityCapacityBytes}'`);
+  const { loadUpstreamAccess } = await import('../../proxy/upstream-access.ts');
+  let access;
+  try {
+    access = loadUpstreamAccess({ apiKey: f.upstreamApiKey, caFile: f.upstreamCa, certFile: f.upstreamCert, keyFile: f.upstreamKey, verify: f.upstreamTlsVerify === 'on' });
+  } catch (err) {
+    throw new StartupError((err as Error).message, { cause: err });
+  }
+  if (!access.verify) console.error("headroom: warning: --upstream-tls-verify off: https upstreams' certificates are not checked; anyone on the path can read and answer the gateway's requests");
   const options = {
     upstreams: f.upstream,
+    access,
     server: serverConfigOf(f),
     pool: {
       healthIntervalMs: positiveInt('health-interval-ms', f.healthIntervalMs),
