@@ -156,6 +156,7 @@ export class ForwardHandler {
       const meter = new StreamMeter(arrivalMs, this.#sink(load, entry));
       const stream = response.status === 200 && response.contentType.toLowerCase().startsWith('text/event-stream');
       const outcome = stream ? await this.#pipe(endpoint, response, meter, call, controller, reply) : await this.#whole(response, meter, reply);
+      if (!stream && outcome !== null && entry !== null) load?.wholeOutput(entry, meter.numOutputTokens, this.#d.backend.clock.nowMs());
       facts.promptTokens = meter.promptTokens;
       facts.billed = [{ numTokens: meter.numOutputTokens }];
       if (meter.promptTokens !== null) load?.learnPromptSize(env.promptBytes, meter.promptTokens);

@@ -16,7 +16,8 @@
 //   KV                      the scraped KV usage (mean over upstreams that report one)
 //   step time               the gaps between output events (an upstream's decode step, as a stream
 //                           sees it): a short and a long exponential average
-//   decode rate             output events per second over all streams, in 500 ms windows
+//   decode rate             output events per second over all streams, in 500 ms windows; a
+//                           non-streamed answer's tokens count when its body arrives
 //   prefill rate            per first output: (prompt tokens ahead at its arrival + its own) / TTFT —
 //                           a lower bound on the upstream's prefill rate, since TTFT also holds time
 //                           spent waiting for a slot; that errs towards refusing
@@ -115,6 +116,20 @@ export class GatewayLoad {
       this.#stepMs.add(gapMs);
       this.#longStepMs.add(gapMs);
     }
+    e.outputTokens += count;
+    this.#countDecode(count, nowMs);
+    this.#snapshot = null;
+  }
+
+  /**
+   * A non-streamed answer for `e` arrived whole at `nowMs`, with `count` output tokens (its usage).
+   * The tokens count towards the decode rate, at the moment they arrived: over several such
+   * answers that is output per second between completions, the same aggregate rate the streams'
+   * windows measure. No prefill or step-time sample: a whole body shows neither a first token nor
+   * the gaps between tokens.
+   */
+  wholeOutput(e: LoadEntry, count: number, nowMs: number): void {
+    if (e.ended || count <= 0) return;
     e.outputTokens += count;
     this.#countDecode(count, nowMs);
     this.#snapshot = null;

@@ -18,6 +18,7 @@ export interface TestGatewayOptions {
   readonly server?: Partial<ServerConfig>;
   readonly pool?: Partial<Omit<PoolOptions, 'clock' | 'access'>>;
   readonly access?: GatewayOptions['access'];
+  readonly clock?: GatewayOptions['clock'];
   readonly picker?: Partial<PickerOptions>;
   readonly maxAttempts?: number;
   readonly flow?: FlowControl;
@@ -39,6 +40,7 @@ export async function startTestGateway(upstreams: readonly string[], opts: TestG
     ...(opts.admission === undefined ? {} : { admission: opts.admission }),
     ...(opts.traceOut === undefined ? {} : { traceOut: opts.traceOut }),
     ...(opts.access === undefined ? {} : { access: opts.access }),
+    ...(opts.clock === undefined ? {} : { clock: opts.clock }),
   };
   const gateway = new Gateway(options);
   const url = await gateway.start();

@@ -141,3 +141,24 @@ test('gateway admission: the conformal controller, calibrated on what it saw, re
     await stub.stop();
   }
 });
+
+test('gateway: non-streamed answers teach the books the decode rate (their usage, counted when the body arrives)', async () => {
+  const clock = { t: 0, nowMs(): number { return this.t; } };
+  const stub = await new StubUpstream({ tokens: 6 }).start();
+  const gw = await startTestGateway([stub.url], { clock });
+  try {
+    const ask = async (): Promise<void> => {
+      const res = await request(`${gw.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'stub-model', prompt: 'hello', max_tokens: 6 }) });
+      assert.equal(res.statusCode, 200);
+      await res.body.text();
+    };
+    await ask();
+    clock.t += 1000;
+    await ask();
+    // The first answer's 6 tokens over the 1 s until the second.
+    assert.equal(gw.gateway.backend.load.snapshot(true).decodeTokensPerS, 6);
+  } finally {
+    await gw.close();
+    await stub.stop();
+  }
+});

@@ -100,3 +100,21 @@ test('gateway books: the features admission extracts read them as they read an e
   assert.equal(f('free_seq_fraction'), 0.75);
   assert.equal(f('new_prefill_tokens'), 120);
 });
+
+test('gateway books: a non-streamed answer counts its tokens towards the decode rate, and teaches no prefill or step time', () => {
+  const { load } = books();
+  const a = load.begin({ arrivalMs: 0, deadlineMs: 9000, promptTokens: 100, decodeTokens: 50 });
+  const b = load.begin({ arrivalMs: 0, deadlineMs: 9000, promptTokens: 100, decodeTokens: 50 });
+  load.wholeOutput(a, 40, 1000);
+  assert.equal(load.snapshot().remainingDecodeTokens, 10 + 50);
+  load.end(a);
+  // Output between the two completions: 40 tokens in 1 s.
+  load.wholeOutput(b, 30, 2000);
+  const s = load.snapshot();
+  assert.equal(s.decodeTokensPerS, 40);
+  assert.equal(s.prefillTokensPerS, null);
+  assert.equal(s.avgStepMs, null);
+  load.end(b);
+  load.wholeOutput(b, 5, 2100);
+  assert.equal(load.snapshot().remainingDecodeTokens, 0, 'an ended entry learns nothing more');
+});
