@@ -47,6 +47,8 @@ export interface HeadroomOptions {
   readonly server: ServerConfig;
   readonly scheduler: SchedulerConfig;
   readonly maxQueuedRequests: number;
+  /** The engine hands a step's outputs on while the next step computes (EngineOptions.overlapDispatch). */
+  readonly overlapDispatch?: boolean;
   readonly statsExtra?: () => Record<string, unknown>;
   /** Metrics (on unless `metrics: false`) and tracing (on with `otelEndpoint`); the SLO comes from `server`. */
   readonly obs?: Omit<ObservabilityOptions, 'sloMs'>;
@@ -241,7 +243,7 @@ export class Headroom {
   #install(runner: Runner): void {
     const opts = this.#opts;
     const scheduler = createScheduler({ maxOutputTokens: opts.server.maxOutputTokens, ...opts.scheduler }, runner.info);
-    this.#engine = new Engine(runner, scheduler, { maxQueuedRequests: opts.maxQueuedRequests, clock: this.#clock });
+    this.#engine = new Engine(runner, scheduler, { maxQueuedRequests: opts.maxQueuedRequests, clock: this.#clock, overlapDispatch: opts.overlapDispatch ?? false });
     if (opts.onEngineFailure !== undefined) this.#engine.onFatal(opts.onEngineFailure);
     const threads = runner.info.details['threads'];
     this.#engine.onSlowSteps((slow, slowdown) => {

@@ -34,6 +34,14 @@ export interface EngineOptions {
   readonly clock?: Clock;
   /** Step records kept for a crash dump (default 32). */
   readonly stepLogSize?: number;
+  /**
+   * Hand a step's outputs to their sinks (and its record to the observers) while the next step
+   * computes, instead of before it starts (default false). The runner computes off the main
+   * thread, so the sinks' work (SSE framing and writes, metrics) then overlaps the model instead
+   * of sitting between two of its calls; each output still reaches its sink in order, one step
+   * later in wall time by the time it takes to plan and launch that step.
+   */
+  readonly overlapDispatch?: boolean;
 }
 
 export type SubmitRefusal = 'capacity' | 'draining' | 'engine_failed';
@@ -117,6 +125,8 @@ export class Engine {
   #arrivals: string[] = [];
   #aborts: { requestId: string; reason: EndRequest }[] = [];
   #snapshot: EngineSnapshot | null = null;
+  /** With overlapDispatch: the last step's outputs and record, handed on while the next one computes. */
+  #pending: { readonly outputs: readonly RequestOutput[]; readonly record: StepRecord } | null = null;
   readonly #avgStepMs = new Ewma(EWMA_ALPHA);
   readonly #longStepMs = new Ewma(LONG_EWMA_ALPHA);
   readonly #prefillRate = new Ewma(EWMA_ALPHA);
@@ -295,6 +305,25 @@ export class Engine {
         return;
       }
     }
+    try {
+      this.#flush();
+    } catch (e) {
+      this.#fail(e instanceof Error ? e : new Error(String(e)));
+    }
+  }
+
+  /** The held-back step's outputs to their sinks, its record to the observers (overlapDispatch). */
+  #flush(): void {
+    const p = this.#pending;
+    if (p === null) return;
+    this.#pending = null;
+    this.#dispatch(p.outputs);
+    this.#publish(p.record);
+  }
+
+  #publish(record: StepRecord): void {
+    for (const fn of this.#observers) fn(record);
+    if (this.#numSteps % 32 === 0) this.#checkSlow();
   }
 
   async #step(): Promise<void> {
@@ -306,25 +335,34 @@ export class Engine {
     const numArrivals = this.#arrivals.length;
     const numAborts = this.#aborts.length;
     const plan = this.scheduler.schedule(t0);
+    // Outputs the plan made (a request refused or expired) come after the held-back step's.
+    if (plan.outputs.length > 0) this.#flush();
     this.#dispatch(plan.outputs);
     if (plan.runner.items.length === 0 && plan.runner.kvOps.length === 0) {
+      this.#flush();
       this.#notifyIdle();
       await this.#sleep(plan.wakeAtMs === null ? null : Math.max(0, plan.wakeAtMs - t0));
       return;
     }
-    const result = await this.runner.execute(plan.runner).catch((e: unknown): StepResult => {
+    const computing = this.runner.execute(plan.runner).catch((e: unknown): StepResult => {
       this.#numRunnerErrors++;
       console.error('headroom: the model runner threw (a bug):', e);
       return { ok: false, reason: 'backend_error', message: e instanceof Error ? e.message : String(e) };
     });
+    // The runner computes on its own thread from here: the last step's outputs go out meanwhile.
+    this.#flush();
+    const result = await computing;
     const outputs = this.scheduler.update(plan, result, this.now());
-    this.#dispatch(outputs);
     const record = this.#record(plan, result, t0, outputs, numArrivals, numAborts);
     this.#log.push(record);
     this.#numSteps++;
     this.#snapshot = null;
-    for (const fn of this.#observers) fn(record);
-    if (this.#numSteps % 32 === 0) this.#checkSlow();
+    if (this.#opts.overlapDispatch === true) {
+      this.#pending = { outputs, record };
+      return;
+    }
+    this.#dispatch(outputs);
+    this.#publish(record);
   }
 
   #record(plan: SchedulerPlan, result: StepResult, startMs: number, outputs: readonly RequestOutput[], numArrivals: number, numAborts: number): StepRecord {

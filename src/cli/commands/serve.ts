@@ -46,6 +46,7 @@ interface ServeFlags extends ServerFlags, FlowFlags, AdmissionFlags {
   staticWaitMs: string;
   cacheMaxFraction: string;
   cacheRetain: 'all' | 'seen';
+  overlapDispatch: 'on' | 'off';
   kvWatermark: string;
   maxPreemptions: string;
   exitOnEngineFailure: boolean;
@@ -93,6 +94,7 @@ export function registerServeCommand(program: Command): void {
     .addOption(new Option('--prefix-cache <on|off>', 'radix prefix cache (paged KV only)').choices(['on', 'off']).default('on'))
     .option('--block-size <tokens>', 'KV block size', '16')
     .option('--cache-max-fraction <f>', 'most of the KV pool idle cached prefixes may keep, (0, 1]', '1')
+    .addOption(new Option('--overlap-dispatch <on|off>', "hand a step's tokens to the clients while the next step computes (on), or before it starts (off)").choices(['on', 'off']).default('off'))
     .addOption(new Option('--cache-retain <what>', "what the prefix cache keeps of a computed prompt: 'seen' (the part an earlier prompt also had; a retained unique prompt slows every decode) or 'all'").choices(['seen', 'all']).default('seen'))
     .option('--kv-watermark <f>', 'share of KV blocks a new request must leave free while others run (room for their decode growth), [0, 0.5]', '0.01')
     .option('--max-preemptions <n>', 'a request preempted this many times is not preempted again before it finishes', '2')
@@ -175,6 +177,7 @@ async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> 
       maxPreemptions: int('max-preemptions', f.maxPreemptions),
     },
     maxQueuedRequests: int('max-queued', f.maxQueued),
+    overlapDispatch: f.overlapDispatch === 'on',
     obs: { metrics: f.metrics, ...(f.otelEndpoint === undefined ? {} : { otelEndpoint: f.otelEndpoint }) },
     ...(f.traceOut === undefined ? {} : { traceOut: f.traceOut }),
     admission,
