@@ -160,8 +160,9 @@ export class Gateway {
       ...opts.obs,
     });
     if (this.#obs.metrics !== null) registerGatewayMetrics(this.#obs.metrics.registry, this.backend);
-    // As in engine mode: the decision path compiled before the first real request (rehearse.ts).
-    const load = this.backend.load;
+    // As in engine mode: the decision path compiled before the first real request (rehearse.ts),
+    // on the first upstream's books (every upstream's are the same code).
+    const load = this.backend.books[0]!;
     const clock = this.backend.clock;
     this.#stopKeepWarm = prepareDecisions(this.admission, opts.admission, { sloMs: opts.server.sloMs, now: () => clock.nowMs(), snapshot: (fresh) => load.snapshot(fresh) });
     this.lifecycle.warm = true;

@@ -86,8 +86,11 @@ export class ForwardHandler {
     reply.raw.on('close', () => {
       if (!reply.raw.writableFinished) controller.abort();
     });
-    const load = backend.load ?? null;
-    const promptTokens = load === null ? Math.max(1, Math.ceil(env.promptBytes / DEFAULT_BYTES_PER_TOKEN)) : load.estimateTokens(env.promptBytes);
+    const sizer = backend.sizer ?? null;
+    const promptTokens = sizer === null ? Math.max(1, Math.ceil(env.promptBytes / DEFAULT_BYTES_PER_TOKEN)) : sizer.estimateTokens(env.promptBytes);
+    // The books admission reads are those of the upstream the picker would use (set after the flow-control wait).
+    let load: GatewayLoad | null = null;
+    let first: number | undefined;
     const maxTokens = env.maxTokens ?? config.maxOutputTokens;
     const inputTokens = flow.needsTokens ? promptTokens : 0;
     const totalTokens = inputTokens + env.n * maxTokens;
@@ -121,8 +124,14 @@ export class ForwardHandler {
       const got = await flow.acquire({ caller: facts.caller, band, inputTokens, totalTokens }, controller.signal);
       if (!got.ok) refuse(got.refusal);
       else ticket = got.ticket;
-      // The decision, timed whole: the books as of now (a wait in the flow-control queue changes them), the features, the verdict.
+      // The decision, timed whole: where the request would go now (a wait in the flow-control queue
+      // changes that), that upstream's books, the features, the verdict.
       const decideStart = performance.now();
+      const place = backend.placement?.(env.model, env.affinityKey) ?? null;
+      if (place !== null) {
+        load = place.books;
+        first = place.upstream;
+      }
       if (load !== null && (admission.needsFeatures || this.#d.trace !== null)) features = extractFeatures(ctx, load.snapshot(), new Float64Array(NUM_FEATURES));
       if (facts.caller.role === 'operator' && bypassRequested(req.headers[BYPASS_HEADER])) {
         facts.bypass = true;
@@ -142,7 +151,7 @@ export class ForwardHandler {
       if (untrack !== undefined) reply.raw.on('close', untrack);
       let response: ForwardResponse;
       try {
-        const result = await backend.forward({ id: req.id, model: env.model, path: req.url.split('?')[0]!, body: req.rawBody ?? Buffer.from(JSON.stringify(req.body)), headers: upstreamHeaders(req), affinityKey: env.affinityKey }, controller.signal);
+        const result = await backend.forward({ id: req.id, model: env.model, path: req.url.split('?')[0]!, body: req.rawBody ?? Buffer.from(JSON.stringify(req.body)), headers: upstreamHeaders(req), affinityKey: env.affinityKey, ...(first === undefined ? {} : { first }) }, controller.signal);
         if (!result.ok) refuse(result.refusal);
         response = result.response;
       } catch (err) {
@@ -159,7 +168,7 @@ export class ForwardHandler {
       if (!stream && outcome !== null && entry !== null) load?.wholeOutput(entry, meter.numOutputTokens, this.#d.backend.clock.nowMs());
       facts.promptTokens = meter.promptTokens;
       facts.billed = [{ numTokens: meter.numOutputTokens }];
-      if (meter.promptTokens !== null) load?.learnPromptSize(env.promptBytes, meter.promptTokens);
+      if (meter.promptTokens !== null) sizer?.learn(env.promptBytes, meter.promptTokens);
       if (outcome === null) return;
       this.#learn(ctx, features, decision, record(outcome, meter));
       const m = this.#d.obs?.metrics;

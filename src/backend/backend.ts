@@ -22,7 +22,7 @@ import type { FinishReason, RequestTimeline } from '../engine/outputs.ts';
 import type { SamplingParams, TokenLogprob } from '../engine/plan.ts';
 import type { EngineSnapshot } from '../engine/snapshot.ts';
 import type { Tokenizer } from '../engine/tokenizer.ts';
-import type { GatewayLoad } from '../proxy/gateway-load.ts';
+import type { GatewayLoad, PromptSizer } from '../proxy/gateway-load.ts';
 import type { Refusal } from './refusal.ts';
 
 export interface BackendInfo {
@@ -107,6 +107,15 @@ export interface ForwardRequest {
   readonly headers: Readonly<Record<string, string>>;
   /** What the picker's prefix affinity matches on: the prompt as bytes (or token ids), in order. */
   readonly affinityKey: readonly number[];
+  /** Try this upstream first (the one admission decided on, `Placement.upstream`); later attempts go where the picker says. */
+  readonly first?: number;
+}
+
+/** Where a request would go now, and the books of that upstream, which admission control reads. */
+export interface Placement {
+  /** The upstream's index (`ForwardRequest.first`). */
+  readonly upstream: number;
+  readonly books: GatewayLoad;
 }
 
 /** An upstream's answer whose first body bytes have arrived (nothing has been sent to the client yet). */
@@ -129,8 +138,13 @@ export type ForwardResult = { readonly ok: true; readonly response: ForwardRespo
 export interface ForwardingBackend extends BackendCore {
   /** Every model name the upstreams serve (a request's `model` must be one). */
   models(): readonly string[];
-  /** The books of what is in flight upstream, which admission control reads (absent: no admission decision). */
-  readonly load?: GatewayLoad;
+  /** Prompt tokens from prompt bytes, at the ratio the upstreams' usage taught (absent: 4 bytes a token). */
+  readonly sizer?: PromptSizer;
+  /**
+   * The upstream the picker would send this request to now, with its books (null: none can take
+   * it); absent: no admission decision in this backend.
+   */
+  placement?(model: string, affinityKey: readonly number[]): Placement | null;
   /**
    * Pick an upstream and send the request, failing over to another while no response byte has
    * arrived; or refuse (no upstream healthy, draining). Aborting `signal` cancels the upstream request.

@@ -5,25 +5,26 @@
 // The gateway has no scheduler to ask, but it sees every request it forwards, exactly and at once:
 // when it arrived, its budget, its prompt's size, its output cap, when its first output came and
 // how many followed. Scraped /metrics say the same things late (every scrape interval) and only for
-// what the engine counts, so the counts here come from the gateway's own books:
+// what the engine counts, so the counts here come from the gateway's own books, one set per
+// upstream (a request is decided on the books of the upstream the picker would send it to):
 //
 //   waiting                 forwarded, no output yet (queued upstream or prefilling there)
 //   running                 streaming output
 //   prompt work by deadline the waiting requests' prompt tokens, cumulative in deadline order
 //   remaining decode tokens max_tokens × n less the output seen, over every request in flight
-//   sequence slots          what the upstreams said they have (llama-server's /props total_slots, or
-//                           --upstream-slots), less the requests in flight; 0 when nobody said
-//   KV                      the scraped KV usage (mean over upstreams that report one)
+//   sequence slots          what the upstream said it has (llama-server's /props total_slots, or
+//                           --upstream-slots), less the requests in flight; 0 when it did not say
+//   KV                      its scraped KV usage
 //   step time               the gaps between output events (an upstream's decode step, as a stream
 //                           sees it): a short and a long exponential average
-//   decode rate             output events per second over all streams, in 500 ms windows; a
+//   decode rate             output events per second over its streams, in 500 ms windows; a
 //                           non-streamed answer's tokens count when its body arrives
 //   prefill rate            per first output: (prompt tokens ahead at its arrival + its own) / TTFT —
 //                           a lower bound on the upstream's prefill rate, since TTFT also holds time
 //                           spent waiting for a slot; that errs towards refusing
 //
-// Prompt tokens are estimated from the prompt's bytes at a ratio learned from the usage upstreams
-// report (`stream_options.include_usage`, or a non-streamed body's usage); 4 bytes a token until one
+// Prompt tokens are estimated from the prompt's bytes (PromptSizer, one per gateway) at a ratio
+// learned from the usage upstreams report (`stream_options.include_usage`, or a non-streamed body's usage); 4 bytes a token until one
 // does. The estimate, not a tokenizer's count, is what the features hold: training and deciding see
 // the same estimate.
 //
@@ -48,15 +49,37 @@ export interface LoadEntry {
   ended: boolean;
 }
 
-/** What the books read of the upstreams (the pool, in a gateway). */
+/** What the books read of the upstream they keep (the pool knows it). */
 export interface UpstreamFacts {
-  /** Sequence slots over the upstreams that can serve now (0: none said). */
+  /** Its sequence slots while it can serve (0: it did not say, or it is out of the pool). */
   slots(): number;
-  /** Mean KV usage, 0..1, over the upstreams that report one; null when none does. */
+  /** Its scraped KV usage, 0..1; null when it reports none. */
   kvUsage(): number | null;
 }
 
 export const DEFAULT_BYTES_PER_TOKEN = 4;
+
+/**
+ * Prompt tokens from prompt bytes, at the ratio the upstreams' usage reports teach (4 bytes a
+ * token until one does). One per gateway: the ratio belongs to the model's tokenizer, not to an
+ * upstream, and a prompt's size is needed before its upstream is chosen.
+ */
+export class PromptSizer {
+  readonly #bytesPerToken = new Ewma(0.1);
+
+  estimateTokens(bytes: number): number {
+    return Math.max(1, Math.ceil(bytes / this.bytesPerToken));
+  }
+
+  /** An upstream reported a prompt's token count. */
+  learn(bytes: number, tokens: number): void {
+    if (bytes > 0 && tokens > 0) this.#bytesPerToken.add(bytes / tokens);
+  }
+
+  get bytesPerToken(): number {
+    return this.#bytesPerToken.value ?? DEFAULT_BYTES_PER_TOKEN;
+  }
+}
 const DECODE_WINDOW_MS = 500;
 /** Scale of the pretend block pool that carries the scraped KV usage into the snapshot. */
 const KV_SCALE = 1000;
@@ -71,25 +94,26 @@ export class GatewayLoad {
   readonly #longStepMs = new Ewma(1 / 256);
   readonly #prefillRate = new Ewma(0.2);
   readonly #decodeRate = new Ewma(0.3);
-  readonly #bytesPerToken = new Ewma(0.1);
+  readonly #sizer: PromptSizer;
   #windowStartMs: number | null = null;
   #windowTokens = 0;
   #snapshot: EngineSnapshot | null = null;
   #numSnapshots = 0;
 
-  constructor(now: () => number, upstreams: UpstreamFacts = NO_UPSTREAM_FACTS) {
+  constructor(now: () => number, upstreams: UpstreamFacts = NO_UPSTREAM_FACTS, sizer = new PromptSizer()) {
     this.#now = now;
     this.#upstreams = upstreams;
+    this.#sizer = sizer;
   }
 
-  /** Prompt tokens of a prompt of `bytes` UTF-8 bytes, at the learned ratio. */
+  /** Prompt tokens of a prompt of `bytes` UTF-8 bytes, at the learned ratio (the shared sizer's). */
   estimateTokens(bytes: number): number {
-    return Math.max(1, Math.ceil(bytes / (this.#bytesPerToken.value ?? DEFAULT_BYTES_PER_TOKEN)));
+    return this.#sizer.estimateTokens(bytes);
   }
 
   /** An upstream reported a prompt's token count: learn the bytes-per-token ratio. */
   learnPromptSize(bytes: number, tokens: number): void {
-    if (bytes > 0 && tokens > 0) this.#bytesPerToken.add(bytes / tokens);
+    this.#sizer.learn(bytes, tokens);
   }
 
   get numInFlight(): number {
@@ -211,7 +235,7 @@ export class GatewayLoad {
       longStepMs: r(this.#longStepMs.value),
       prefillTokensPerS: r(this.#prefillRate.value),
       decodeTokensPerS: r(this.#decodeRate.value),
-      bytesPerToken: r(this.#bytesPerToken.value ?? DEFAULT_BYTES_PER_TOKEN),
+      bytesPerToken: r(this.#sizer.bytesPerToken),
       slots: this.#upstreams.slots(),
     };
   }

@@ -45,7 +45,7 @@ export interface PoolOptions {
 
 export type HealthListener = (u: Upstream, from: UpstreamHealth, to: UpstreamHealth) => void;
 
-export class UpstreamPool implements UpstreamFacts {
+export class UpstreamPool {
   readonly upstreams: readonly Upstream[];
   readonly #opts: PoolOptions;
   readonly #agent: Agent;
@@ -125,25 +125,13 @@ export class UpstreamPool implements UpstreamFacts {
     u.numInFlight--;
   }
 
-  /** Sequence slots over the healthy upstreams (the override, else what each reported; 0: nobody said). */
-  slots(): number {
+  /** What `u`'s books read of it: its slots (the override, else what it reported) and KV use, while it is in the pool. */
+  factsOf(u: Upstream): UpstreamFacts {
     const fixed = this.#opts.slotsPerUpstream ?? 0;
-    let n = 0;
-    for (const u of this.upstreams) if (u.health === 'healthy') n += fixed > 0 ? fixed : (u.slots ?? 0);
-    return n;
-  }
-
-  /** Mean scraped KV usage over the healthy upstreams that report one; null when none does. */
-  kvUsage(): number | null {
-    let sum = 0;
-    let n = 0;
-    for (const u of this.upstreams) {
-      const kv = u.health === 'healthy' ? (u.load?.kvUsage ?? null) : null;
-      if (kv === null) continue;
-      sum += kv;
-      n++;
-    }
-    return n === 0 ? null : sum / n;
+    return {
+      slots: () => (u.health !== 'healthy' ? 0 : fixed > 0 ? fixed : (u.slots ?? 0)),
+      kvUsage: () => (u.health === 'healthy' ? (u.load?.kvUsage ?? null) : null),
+    };
   }
 
   snapshot(): UpstreamSnapshot[] {

@@ -24,11 +24,11 @@
 // Invariant: nothing reaches the client before `forward` settles, so every failover is invisible.
 
 import { Agent } from 'undici';
-import type { BackendHealth, BackendInfo, ForwardRequest, ForwardResponse, ForwardResult, ForwardingBackend } from '../backend/backend.ts';
+import type { BackendHealth, BackendInfo, ForwardRequest, ForwardResponse, ForwardResult, ForwardingBackend, Placement } from '../backend/backend.ts';
 import { refusal } from '../backend/refusal.ts';
 import type { Clock } from '../engine/clock.ts';
 import { attempt } from './forward.ts';
-import { GatewayLoad } from './gateway-load.ts';
+import { GatewayLoad, PromptSizer } from './gateway-load.ts';
 import type { Picker } from './picker.ts';
 import type { UpstreamPool } from './pool.ts';
 import type { Upstream } from './upstream.ts';
@@ -56,7 +56,9 @@ const UNKNOWN_CONTEXT = 0;
 export class ProxyBackend implements ForwardingBackend {
   readonly clock: Clock;
   readonly pool: UpstreamPool;
-  readonly load: GatewayLoad;
+  readonly sizer = new PromptSizer();
+  /** Each upstream's books, by index. */
+  readonly books: readonly GatewayLoad[];
   readonly #picker: Picker;
   readonly #opts: ProxyOptions;
   readonly #agent: Agent;
@@ -70,7 +72,7 @@ export class ProxyBackend implements ForwardingBackend {
   constructor(pool: UpstreamPool, picker: Picker, clock: Clock, opts: ProxyOptions) {
     if (!Number.isInteger(opts.maxAttempts) || opts.maxAttempts < 1) throw new Error(`ProxyBackend: expected maxAttempts to be an integer ≥ 1, got ${opts.maxAttempts}`);
     this.pool = pool;
-    this.load = new GatewayLoad(() => clock.nowMs(), pool);
+    this.books = pool.upstreams.map((u) => new GatewayLoad(() => clock.nowMs(), pool.factsOf(u), this.sizer));
     this.#picker = picker;
     this.clock = clock;
     this.#opts = opts;
@@ -109,7 +111,7 @@ export class ProxyBackend implements ForwardingBackend {
   }
 
   stats(): Record<string, unknown> {
-    return { gateway: { numInFlight: this.#numInFlight, numFailovers: this.#numFailovers, numNoUpstream: this.#numNoUpstream, load: this.load.state(), upstreams: this.pool.snapshot() } };
+    return { gateway: { numInFlight: this.#numInFlight, numFailovers: this.#numFailovers, numNoUpstream: this.#numNoUpstream, upstreams: this.pool.snapshot().map((u, i) => ({ ...u, books: this.books[i]!.state() })) } };
   }
 
   /** Refuse new requests from now on; in-flight ones go on. */
@@ -123,14 +125,23 @@ export class ProxyBackend implements ForwardingBackend {
     return new Promise((r) => this.#idleWaiters.push(r));
   }
 
+  placement(model: string, affinityKey: readonly number[]): Placement | null {
+    const u = this.#picker.pick(this.#candidates(model, new Set()), affinityKey, this.pool).upstream;
+    return u === null ? null : { upstream: u.index, books: this.books[u.index]! };
+  }
+
+  #candidates(model: string, tried: ReadonlySet<Upstream>): Upstream[] {
+    return this.pool.healthy().filter((u) => !tried.has(u) && u.models.includes(model));
+  }
+
   async forward(req: ForwardRequest, signal: AbortSignal): Promise<ForwardResult> {
     if (this.#draining) return { ok: false, refusal: refusal('draining') };
     const tried = new Set<Upstream>();
     let fallback: ForwardResponse | null = null;
     for (let n = 0; n < this.#opts.maxAttempts; n++) {
-      const candidates = this.pool.healthy().filter((u) => !tried.has(u) && u.models.includes(req.model));
-      const pick = this.#picker.pick(candidates, req.affinityKey, this.pool);
-      const u = pick.upstream;
+      const candidates = this.#candidates(req.model, tried);
+      const first = n === 0 && req.first !== undefined ? candidates.find((c) => c.index === req.first) : undefined;
+      const u = first ?? this.#picker.pick(candidates, req.affinityKey, this.pool).upstream;
       if (u === null) break;
       tried.add(u);
       if (n > 0) this.#numFailovers++;

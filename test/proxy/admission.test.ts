@@ -99,7 +99,7 @@ test('gateway admission: a client that leaves mid-stream is a censored outcome a
     await within(stub.waitForAbort(), 'the upstream to see the disconnect');
     await within((async () => { while (controller.outcomes.length === 0) await new Promise((r) => setTimeout(r, 5)); })(), 'the outcome');
     assert.equal(controller.outcomes[0]!.censored, true);
-    assert.equal(gw.gateway.backend.load.numInFlight, 0);
+    assert.equal(gw.gateway.backend.books[0]!.numInFlight, 0);
   } finally {
     await gw.close();
     await stub.stop();
@@ -156,9 +156,42 @@ test('gateway: non-streamed answers teach the books the decode rate (their usage
     clock.t += 1000;
     await ask();
     // The first answer's 6 tokens over the 1 s until the second.
-    assert.equal(gw.gateway.backend.load.snapshot(true).decodeTokensPerS, 6);
+    assert.equal(gw.gateway.backend.books[0]!.snapshot(true).decodeTokensPerS, 6);
   } finally {
     await gw.close();
     await stub.stop();
+  }
+});
+
+test('gateway admission decides on the books of the upstream the request would go to, and sends it there', async () => {
+  const [a, b] = await Promise.all([new StubUpstream({ tokens: 3, autoRelease: false }).start(), new StubUpstream({ tokens: 3, autoRelease: false }).start()]);
+  // Admits while the chosen upstream's books hold fewer than 1 request.
+  const controller = new CountingController(1);
+  // Affinity alone decides (no load weights), so a request goes where its prompt went before.
+  const gw = await startTestGateway([a.url, b.url], { admission: controller, picker: { prefixWeight: 1, queueWeight: 0, kvWeight: 0 } });
+  const body = (p: string) => ({ model: 'stub-model', prompt: p.repeat(200), max_tokens: 3, stream: true });
+  try {
+    const first = streamCompletion(gw.url, body('a'));
+    await within(Promise.race([a.waitForRequests(1), b.waitForRequests(1)]), 'the first request upstream');
+    const busy = a.requests.length === 1 ? a : b;
+    const idle = busy === a ? b : a;
+    // Another prompt has no affinity: the picker takes the idle upstream, whose books are empty.
+    const second = streamCompletion(gw.url, body('b'));
+    await within(idle.waitForRequests(1), 'the second request on the other upstream');
+    // The first prompt again: affinity picks the busy upstream, whose books are full: refused,
+    // although the books of both together are not what decided.
+    const third = await post(gw.url, body('a'));
+    assert.equal(third.statusCode, 503);
+    await third.body.text();
+    assert.equal(busy.requests.length + idle.requests.length, 2, 'the refused request went nowhere');
+    assert.deepEqual(controller.seen.map((s) => s.waiting + s.running), [0, 0, 1]);
+    const stats = gw.gateway.backend.stats() as { gateway: { upstreams: { books: { numInFlight: number } }[] } };
+    assert.deepEqual(stats.gateway.upstreams.map((u) => u.books.numInFlight), [1, 1]);
+    busy.release(10);
+    idle.release(10);
+    assert.ok((await first).sawDone && (await second).sawDone);
+  } finally {
+    await gw.close();
+    await Promise.all([a.stop(), b.stop()]);
   }
 });
