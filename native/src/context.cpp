@@ -61,6 +61,8 @@ Napi::Function HeadroomLlama::Init(Napi::Env env) {
                          InstanceMethod<&HeadroomLlama::SeqCopy>("seqCopy"),
                          InstanceMethod<&HeadroomLlama::SeqRemove>("seqRemove"),
                          InstanceMethod<&HeadroomLlama::SeqPosMax>("seqPosMax"),
+                         InstanceMethod<&HeadroomLlama::SeqStateGet>("seqStateGet"),
+                         InstanceMethod<&HeadroomLlama::SeqStateSet>("seqStateSet"),
                          InstanceMethod<&HeadroomLlama::MemoryClear>("memoryClear"),
                          InstanceMethod<&HeadroomLlama::Tokenize>("tokenize"),
                          InstanceMethod<&HeadroomLlama::TokenizeAsync>("tokenizeAsync"),
@@ -406,6 +408,35 @@ Napi::Value HeadroomLlama::SeqPosMax(const Napi::CallbackInfo& info) {
   const int32_t seq = info[0].As<Napi::Number>().Int32Value();
   checkSeq(env, seq);
   return Napi::Number::New(env, llama_memory_seq_pos_max(llama_get_memory(ctx_), seq));
+}
+
+// seqStateGet(seq) -> Buffer: the sequence's cells (positions, then K and V per layer) as
+// llama_state_seq_get_data writes them, copied off the KV cache into host memory. On the calling
+// thread, between decodes (the runner never calls it with a decode in flight).
+Napi::Value HeadroomLlama::SeqStateGet(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  checkUsable(env, "seqStateGet");
+  const int32_t seq = info[0].As<Napi::Number>().Int32Value();
+  checkSeq(env, seq);
+  const size_t size = llama_state_seq_get_size(ctx_, seq);
+  Napi::Buffer<uint8_t> buf = Napi::Buffer<uint8_t>::New(env, size);
+  const size_t written = llama_state_seq_get_data(ctx_, buf.Data(), size, seq);
+  if (written == 0 || written > size) throw Napi::Error::New(env, "llama_state_seq_get_data wrote " + std::to_string(written) + " of " + std::to_string(size) + " bytes");
+  return written == size ? buf : Napi::Buffer<uint8_t>::Copy(env, buf.Data(), written);
+}
+
+// seqStateSet(seq, bytes) -> boolean: the cells seqStateGet wrote, placed back into the cache as
+// `seq`'s (its cells are cleared first), in whichever free cells llama.cpp finds. False when there
+// are too few free cells, or the bytes do not fit this context (another model, another cache type).
+Napi::Value HeadroomLlama::SeqStateSet(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  checkUsable(env, "seqStateSet");
+  const int32_t seq = info[0].As<Napi::Number>().Int32Value();
+  checkSeq(env, seq);
+  if (!info[1].IsBuffer()) throw Napi::TypeError::New(env, "seqStateSet: expected a Buffer");
+  Napi::Buffer<uint8_t> buf = info[1].As<Napi::Buffer<uint8_t>>();
+  const size_t read = llama_state_seq_set_data(ctx_, buf.Data(), buf.Length(), seq);
+  return Napi::Boolean::New(env, read != 0);
 }
 
 Napi::Value HeadroomLlama::MemoryClear(const Napi::CallbackInfo& info) {

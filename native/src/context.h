@@ -52,6 +52,8 @@ class HeadroomLlama : public Napi::ObjectWrap<HeadroomLlama> {
   Napi::Value SeqCopy(const Napi::CallbackInfo& info);
   Napi::Value SeqRemove(const Napi::CallbackInfo& info);
   Napi::Value SeqPosMax(const Napi::CallbackInfo& info);
+  Napi::Value SeqStateGet(const Napi::CallbackInfo& info);
+  Napi::Value SeqStateSet(const Napi::CallbackInfo& info);
   Napi::Value MemoryClear(const Napi::CallbackInfo& info);
   Napi::Value Tokenize(const Napi::CallbackInfo& info);
   Napi::Value TokenizeAsync(const Napi::CallbackInfo& info);

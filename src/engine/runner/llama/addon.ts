@@ -137,6 +137,10 @@ export interface AddonContext {
   seqRemove(seq: number, p0: number, p1: number): boolean;
   /** Largest position held for `seq`, -1 if none. */
   seqPosMax(seq: number): number;
+  /** llama_state_seq_get_data: `seq`'s cells (positions, K, V) copied into host memory; on the calling thread. */
+  seqStateGet(seq: number): Buffer;
+  /** llama_state_seq_set_data: cells from seqStateGet placed back as `seq`'s; false when too few cells are free (or the bytes are another context's). */
+  seqStateSet(seq: number, bytes: Buffer): boolean;
   memoryClear(): void;
   /** On the calling thread; `viaLlama` bypasses the linear tokenizer (tests compare the two). */
   tokenize(text: string, addSpecial: boolean, parseSpecial: boolean, viaLlama?: boolean): Int32Array;
