@@ -15,6 +15,7 @@
 // with [min, max].
 //
 //   node --import tsx bench/gateway/overhead.ts [--rate 500] [--seconds 10] [--rounds 5] [--connections 64] [--out results/gateway/overhead]
+//     [--gateway-node-args '--cpu-prof --cpu-prof-dir DIR']   (Node flags for the gateway's process: a CPU profile of it)
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -30,6 +31,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '5' },
     connections: { type: 'string', default: '64' },
     out: { type: 'string', default: 'results/gateway/overhead' },
+    'gateway-node-args': { type: 'string', default: '' },
   },
 });
 const RATE = Number(values.rate);
@@ -84,7 +86,8 @@ async function waitFor(url: string): Promise<void> {
 
 const stubUrl = await start(process.execPath, ['--import', 'tsx', 'bench/gateway/stub-server.ts'], true);
 const stubPort = new URL(stubUrl).port;
-await start(process.execPath, ['bin/headroom.mjs', 'gateway', '--upstream', stubUrl, '--host', '127.0.0.1', '--port', String(GATEWAY_PORT), '--log-level', 'warn'], false);
+const gatewayNodeArgs = values['gateway-node-args'].split(/\s+/).filter((a) => a !== '');
+await start(process.execPath, [...gatewayNodeArgs, 'bin/headroom.mjs', 'gateway', '--upstream', stubUrl, '--host', '127.0.0.1', '--port', String(GATEWAY_PORT), '--log-level', 'warn'], false);
 writeFileSync(
   path.join(tmp, 'nginx.conf'),
   `daemon off;
