@@ -59,7 +59,13 @@ export type KvOp =
   /** Share the cells of `src` in [p0, p1) with `dst` (a prefix-cache hit, or a fork for parallel sampling). */
   | { readonly kind: 'copy'; readonly srcSeqId: SeqId; readonly dstSeqId: SeqId; readonly p0: number; readonly p1: number }
   /** Drop `seqId`'s cells in [p0, p1) (a finished, aborted or preempted sequence, or an evicted cache node). */
-  | { readonly kind: 'remove'; readonly seqId: SeqId; readonly p0: number; readonly p1: number };
+  | { readonly kind: 'remove'; readonly seqId: SeqId; readonly p0: number; readonly p1: number }
+  /** Copy all of `seqId`'s cells into host memory under `key` (the prefix cache's host tier); the cells stay. */
+  | { readonly kind: 'save'; readonly seqId: SeqId; readonly key: number }
+  /** Place the cells saved under `key` as `seqId`'s, which holds none; the scheduler has made room for all of them. */
+  | { readonly kind: 'load'; readonly seqId: SeqId; readonly key: number }
+  /** Forget what was saved under `key`. */
+  | { readonly kind: 'drop'; readonly key: number };
 
 /** One sequence's share of a forward pass. */
 export interface StepItem {

@@ -25,6 +25,12 @@ import type { FlowFlags, ServerFlags } from './front-door.ts';
 import { addAdmissionOptions, admissionBase } from './admission-options.ts';
 import type { AdmissionFlags } from './admission-options.ts';
 
+const nonNegativeInt = (name: string, v: string): number => {
+  const n = int(name, v);
+  if (n < 0) throw new StartupError(`--${name}: expected an integer ≥ 0, got '${v}'`);
+  return n;
+};
+
 interface ServeFlags extends ServerFlags, FlowFlags, AdmissionFlags {
   runner: 'llama' | 'mock';
   model?: string;
@@ -47,6 +53,7 @@ interface ServeFlags extends ServerFlags, FlowFlags, AdmissionFlags {
   cacheMaxFraction: string;
   cacheRetain: 'all' | 'seen';
   overlapDispatch: 'on' | 'off';
+  cacheHostTokens: string;
   kvWatermark: string;
   maxPreemptions: string;
   exitOnEngineFailure: boolean;
@@ -95,6 +102,7 @@ export function registerServeCommand(program: Command): void {
     .option('--block-size <tokens>', 'KV block size', '16')
     .option('--cache-max-fraction <f>', 'most of the KV pool idle cached prefixes may keep, (0, 1]', '1')
     .addOption(new Option('--overlap-dispatch <on|off>', "hand a step's tokens to the clients while the next step computes (on), or before it starts (off)").choices(['on', 'off']).default('off'))
+    .option('--cache-host-tokens <n>', "tokens of finished sequences the prefix cache keeps in host memory and places back when a later prompt begins with one (0: off; about 5 KB a token on the tiny model)", '0')
     .addOption(new Option('--cache-retain <what>', "what the prefix cache keeps of a computed prompt: 'seen' (the part an earlier prompt also had; a retained unique prompt slows every decode) or 'all'").choices(['seen', 'all']).default('seen'))
     .option('--kv-watermark <f>', 'share of KV blocks a new request must leave free while others run (room for their decode growth), [0, 0.5]', '0.01')
     .option('--max-preemptions <n>', 'a request preempted this many times is not preempted again before it finishes', '2')
@@ -173,6 +181,7 @@ async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> 
       staticWaitMs: int('static-wait-ms', f.staticWaitMs),
       cacheMaxFraction: Number(f.cacheMaxFraction),
       cacheRetain: f.cacheRetain,
+      hostTierTokens: nonNegativeInt('cache-host-tokens', f.cacheHostTokens),
       kvWatermark: Number(f.kvWatermark),
       maxPreemptions: int('max-preemptions', f.maxPreemptions),
     },

@@ -35,23 +35,9 @@ export class PrefixDoorkeeper {
    * records every block boundary of it.
    */
   sharedLength(tokens: readonly number[], limit: number): number {
-    const n = Math.floor(Math.min(limit, tokens.length) / this.#blockSize);
-    let h1 = 0x811c9dc5;
-    let h2 = 0x9e3779b9;
-    const keys: number[] = [];
+    const keys = blockPrefixHashes(tokens, limit, this.#blockSize);
     let shared = 0;
-    for (let b = 0; b < n; b++) {
-      for (let i = b * this.#blockSize; i < (b + 1) * this.#blockSize; i++) {
-        const t = tokens[i]!;
-        h1 = Math.imul(h1 ^ t, 0x01000193) >>> 0;
-        h2 = Math.imul(h2 ^ (t + 0x7f4a7c15), 0x85ebca6b) >>> 0;
-        h2 = (h2 ^ (h2 >>> 13)) >>> 0;
-      }
-      // 53 bits of the two lanes.
-      const key = h1 * 0x200000 + (h2 >>> 11);
-      keys.push(key);
-      if (shared === b && this.#seen.has(key)) shared = b + 1;
-    }
+    while (shared < keys.length && this.#seen.has(keys[shared]!)) shared++;
     for (const k of keys) {
       this.#seen.delete(k);
       this.#seen.add(k);
@@ -59,4 +45,26 @@ export class PrefixDoorkeeper {
     while (this.#seen.size > this.#capacity) this.#seen.delete(this.#seen.values().next().value!);
     return shared * this.#blockSize;
   }
+}
+
+/**
+ * One hash per block boundary of tokens[0, limit): entry b hashes tokens [0, (b+1)·blockSize), so
+ * two prompts share entry b exactly when (but for a collision) they share that prefix. 53 bits of
+ * two 32-bit lanes. O(limit).
+ */
+export function blockPrefixHashes(tokens: readonly number[], limit: number, blockSize: number): number[] {
+  const n = Math.floor(Math.min(limit, tokens.length) / blockSize);
+  let h1 = 0x811c9dc5;
+  let h2 = 0x9e3779b9;
+  const keys: number[] = [];
+  for (let b = 0; b < n; b++) {
+    for (let i = b * blockSize; i < (b + 1) * blockSize; i++) {
+      const t = tokens[i]!;
+      h1 = Math.imul(h1 ^ t, 0x01000193) >>> 0;
+      h2 = Math.imul(h2 ^ (t + 0x7f4a7c15), 0x85ebca6b) >>> 0;
+      h2 = (h2 ^ (h2 >>> 13)) >>> 0;
+    }
+    keys.push(h1 * 0x200000 + (h2 >>> 11));
+  }
+  return keys;
 }

@@ -35,6 +35,8 @@ export interface SchedulerConfig {
   readonly cacheMaxFraction?: number;
   /** What the prefix cache keeps of a computed prompt: 'seen' (default: the part an earlier prompt had) or 'all'. */
   readonly cacheRetain?: 'all' | 'seen';
+  /** Tokens the prefix cache's host tier keeps in host memory (kv/host-tier.ts); 0 or absent: off. */
+  readonly hostTierTokens?: number;
   /** Share of the pool a new request must leave free for running requests' decode growth (paged; default 0.01). */
   readonly kvWatermark?: number;
   /** Preemptions after which a request is not preempted again (default 2). */
@@ -73,6 +75,7 @@ export function createScheduler(config: SchedulerConfig, runner: RunnerInfo): Sc
       maxOutputTokens: config.maxOutputTokens ?? 1024,
       ...(config.cacheMaxFraction === undefined ? {} : { cacheMaxFraction: config.cacheMaxFraction }),
       ...(config.cacheRetain === undefined ? {} : { cacheRetain: config.cacheRetain }),
+      ...(config.hostTierTokens === undefined ? {} : { hostTierTokens: config.hostTierTokens }),
       ...(config.kvWatermark === undefined ? {} : { watermarkFraction: config.kvWatermark }),
     },
   });

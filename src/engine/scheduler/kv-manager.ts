@@ -39,6 +39,12 @@ export interface KvManagerOptions {
    */
   readonly cacheRetain?: 'all' | 'seen';
   /**
+   * Tokens the prefix cache's host tier keeps in host memory (src/engine/kv/host-tier.ts): a
+   * sequence leaving the pool is saved, and a later prompt that begins with it is placed back
+   * instead of recomputed. 0 or absent: off. Paged KV with the prefix cache only.
+   */
+  readonly hostTierTokens?: number;
+  /**
    * Share of the pool [0, 0.5] a new request may not take while others run: room kept for their
    * decode growth (paged only; default 0.01, as vLLM). Measured on the mixed-size overload
    * (results/kv-mixed-overload/sim/after.md): 0 gives 0.15 preemptions per completed request,

@@ -32,12 +32,16 @@ import type { CacheHandle, EvictResult } from '../kv/radix-cache.ts';
 import { RadixCache } from '../kv/radix-cache.ts';
 import { SeqIdPool } from '../kv/seq-id-pool.ts';
 import { PrefixDoorkeeper } from '../kv/doorkeeper.ts';
+import { HostTier } from '../kv/host-tier.ts';
+import type { HostMatch } from '../kv/host-tier.ts';
 import type { Request } from '../request.ts';
 import type { AllocateResult, KvManager, KvManagerOptions } from './kv-manager.ts';
 import type { KvSnapshot } from './scheduler.ts';
 import { bug } from '../../util/bug.ts';
 
 export const DEFAULT_WATERMARK_FRACTION = 0.01;
+/** The host tier keeps sequences of at least this many blocks, and is used over the pool's cache only when it holds this many more. */
+const HOST_MIN_BLOCKS = 4;
 
 interface SeqState {
   readonly seqId: SeqId;
@@ -48,6 +52,12 @@ interface SeqState {
   numCachedTokens: number;
   /** Its prompt has been offered to the cache (inserted, or not retained by the doorkeeper). */
   offered: boolean;
+  /**
+   * Its prefix was placed back from the host tier. Such a sequence is not inserted into the pool's
+   * cache: its prefix cells duplicate whatever shorter match the cache has, and pinning that path
+   * while holding the duplicates could leave it no room to grow. It goes back to host memory instead.
+   */
+  fromHost?: boolean;
 }
 
 export class PagedKvManager implements KvManager {
@@ -58,6 +68,10 @@ export class PagedKvManager implements KvManager {
   readonly #radix: RadixCache | null;
   /** 'seen' retention: which prompt prefixes an earlier request had (null: retain every prompt). */
   readonly #doorkeeper: PrefixDoorkeeper | null;
+  /** Sequences saved to host memory when they leave the pool (null: off). */
+  readonly #host: HostTier | null;
+  /** Prompt tokens the host tier found beyond what the pool's cache matched (first lookups only). */
+  #hostExtraHitTokens = 0;
   /** Blocks a new request must leave free while others run. */
   readonly #watermark: number;
   readonly #states = new Map<Request, SeqState>();
@@ -79,6 +93,9 @@ export class PagedKvManager implements KvManager {
     this.#radix = opts.prefixCache ? new RadixCache({ pool: this.#pool, seqIdPool: this.#seqIds }) : null;
     this.#doorkeeper = opts.prefixCache && (opts.cacheRetain ?? 'seen') === 'seen' ? new PrefixDoorkeeper(opts.blockSize) : null;
     this.#watermark = Math.ceil(wm * this.#pool.numBlocks);
+    const hostTokens = opts.hostTierTokens ?? 0;
+    if (!(Number.isInteger(hostTokens) && hostTokens >= 0)) throw new Error(`KvManager: expected hostTierTokens to be an integer ≥ 0, got ${opts.hostTierTokens}`);
+    this.#host = opts.prefixCache && hostTokens > 0 ? new HostTier({ blockSize: opts.blockSize, capacityTokens: hostTokens, minTokens: HOST_MIN_BLOCKS * opts.blockSize }) : null;
   }
 
   get numFreeSeqIds(): number {
@@ -106,10 +123,20 @@ export class PagedKvManager implements KvManager {
     const recordStats = !this.#lookedUp.has(req);
     this.#lookedUp.add(req);
     // The last token is always computed: its logits give the first sample.
-    const match = this.#radix?.match(req.tokensIn(0, req.numTokens - 1), { recordStats }) ?? null;
+    const lookup = req.tokensIn(0, req.numTokens - 1);
+    let match = this.#radix?.match(lookup, { recordStats }) ?? null;
     try {
-      const numCached = match?.numTokens ?? 0;
-      const need = numBlocksAll - (match?.blocks.length ?? 0);
+      const inPool = match?.numTokens ?? 0;
+      const host = this.#hostMatch(lookup, inPool, numBlocksAll);
+      if (host !== null && match !== null) {
+        // The pool's shorter match goes unused: unpinned, its blocks may be evicted for this request.
+        this.#radix!.release(match.handle);
+        match = null;
+      }
+      const numCached = host?.numTokens ?? match?.numTokens ?? 0;
+      // Placed back from host memory, the prefix takes blocks of its own (nothing is shared), and
+      // while the load runs all the entry's cells are in place before its tail is removed.
+      const need = host !== null ? Math.max(numBlocksAll, numBlocksNeeded(host.numEntryTokens, pool.blockSize)) : numBlocksAll - (match?.blocks.length ?? 0);
       const keepFree = this.#states.size > 0 ? this.#watermark : 0;
       // Cost guard: do not flush the cache for a request that cannot fit anyway (an upper bound:
       // evicting frees unpinned nodes and the shadows of owners it releases). With nothing running
@@ -120,12 +147,20 @@ export class PagedKvManager implements KvManager {
       if (!pool.canAllocate(need + keepFree)) return { ok: false, reason: 'no_blocks' };
       const seqId = this.#seqIds.acquire();
       const table = this.#paged.createTable();
-      if (match !== null && numCached > 0) {
-        this.#paged.sharePrefix(table, match.blocks, numCached);
-        for (const seg of match.segments) this.#kvOps.push({ kind: 'copy', srcSeqId: seg.ownerSeqId, dstSeqId: seqId, p0: seg.p0, p1: seg.p1 });
+      if (host !== null) {
+        this.#kvOps.push({ kind: 'load', seqId, key: host.key });
+        if (host.numEntryTokens > host.numTokens) this.#kvOps.push({ kind: 'remove', seqId, p0: host.numTokens, p1: -1 });
+        this.#host!.used(host);
+        if (recordStats) this.#hostExtraHitTokens += host.numTokens - inPool;
+        this.#paged.append(table, req.numTokens);
+      } else {
+        if (match !== null && numCached > 0) {
+          this.#paged.sharePrefix(table, match.blocks, numCached);
+          for (const seg of match.segments) this.#kvOps.push({ kind: 'copy', srcSeqId: seg.ownerSeqId, dstSeqId: seqId, p0: seg.p0, p1: seg.p1 });
+        }
+        this.#paged.append(table, req.numTokens - numCached);
       }
-      this.#paged.append(table, req.numTokens - numCached);
-      this.#states.set(req, { seqId, table, handle: null, numCachedTokens: 0, offered: false });
+      this.#states.set(req, { seqId, table, handle: null, numCachedTokens: 0, offered: false, fromHost: host !== null });
       return { ok: true, seqId, numCachedTokens: numCached, numNewTokens: Math.min(req.numTokens - numCached, maxNewTokens) };
     } finally {
       if (match !== null) this.#radix!.release(match.handle);
@@ -173,6 +208,7 @@ export class PagedKvManager implements KvManager {
     const st = this.#state(req);
     if (this.#radix === null || st.offered || req.numComputedTokens < req.numTokens) return;
     st.offered = true;
+    if (st.fromHost === true) return;
     const tokens = req.tokensIn(0, req.numComputedTokens);
     // 'seen': keep what the cache already had for it and what an earlier prompt also had; the rest
     // of its cells go with the request (see doorkeeper.ts).
@@ -186,6 +222,7 @@ export class PagedKvManager implements KvManager {
   release(req: Request): void {
     const st = this.#state(req);
     this.#states.delete(req);
+    this.#saveToHost(req, st.seqId);
     const radix = this.#radix;
     let shadow: BlockId[] = [];
     if (radix !== null && st.handle !== null) {
@@ -210,7 +247,9 @@ export class PagedKvManager implements KvManager {
 
   peekCachedTokens(promptTokens: readonly number[]): number {
     // As at start: the last token is always computed, so it is never looked up.
-    return this.#radix?.peek(promptTokens.slice(0, -1)) ?? 0;
+    const lookup = promptTokens.slice(0, -1);
+    const inPool = this.#radix?.peek(lookup) ?? 0;
+    return Math.max(inPool, this.#host?.match(lookup, lookup.length)?.numTokens ?? 0);
   }
 
   numReservedBlocks(running: readonly Request[]): number {
@@ -225,7 +264,9 @@ export class PagedKvManager implements KvManager {
   snapshot(running: readonly Request[]): KvSnapshot {
     const radix = this.#radix;
     const pool = this.#pool;
-    const prefixCache = radix === null ? null : { enabled: true, queryTokens: radix.numQueryTokens, hitTokens: radix.numHitTokens, numNodes: radix.numNodes };
+    const h = this.#host;
+    const host = h === null ? null : { numEntries: h.numEntries, numTokens: h.numTokens, capacityTokens: this.#opts.hostTierTokens ?? 0, numSaves: h.numSaves, numLoads: h.numLoads, hitTokens: h.numHitTokens };
+    const prefixCache = radix === null ? null : { enabled: true, queryTokens: radix.numQueryTokens, hitTokens: radix.numHitTokens + this.#hostExtraHitTokens, numNodes: radix.numNodes, host };
     let slack = 0;
     let held = 0;
     for (const r of running) {
@@ -249,6 +290,7 @@ export class PagedKvManager implements KvManager {
     for (const blocks of this.#shadows.values()) for (const b of blocks) refs.set(b, (refs.get(b) ?? 0) + 1);
     this.#pool.checkInvariants(refs);
     this.#paged.checkInvariants();
+    this.#host?.checkInvariants();
     if (this.#radix !== null) this.#radix.checkInvariants(held);
     else if (this.#seqIds.numFree + held.length !== this.#opts.maxSequences) bug('sequence ids leaked');
     for (const s of this.#shadows.keys()) if (!this.#radix?.ownsNodes(s)) bug(`shadow blocks kept for sequence ${s}, which owns no cache node`);
@@ -262,6 +304,28 @@ export class PagedKvManager implements KvManager {
     const st = this.#states.get(req);
     if (st === undefined) bug(`request ${req.id} holds no KV state`);
     return st;
+  }
+
+  /**
+   * The host tier's match for a prompt, when placing it back beats the pool's cache by
+   * HOST_MIN_BLOCKS blocks and the pool can hold all the entry's cells at once (they are all
+   * loaded before the tail past the match is removed); otherwise null.
+   */
+  #hostMatch(lookup: readonly number[], inPool: number, numBlocksAll: number): HostMatch | null {
+    const m = this.#host?.match(lookup, lookup.length) ?? null;
+    if (m === null || m.numTokens < inPool + HOST_MIN_BLOCKS * this.#pool.blockSize) return null;
+    const need = Math.max(numBlocksAll, numBlocksNeeded(m.numEntryTokens, this.#pool.blockSize));
+    return need <= this.#pool.numBlocks ? m : null;
+  }
+
+  /** A sequence leaving the pool: its cells to host memory, unless an entry already holds them all. */
+  #saveToHost(req: Request, seqId: SeqId): void {
+    if (this.#host === null) return;
+    const r = this.#host.add(req.tokensIn(0, req.numComputedTokens));
+    if (r === null) return;
+    // Before any op that removes its cells (they are pushed after this).
+    this.#kvOps.push({ kind: 'save', seqId, key: r.key });
+    for (const key of r.dropped) this.#kvOps.push({ kind: 'drop', key });
   }
 
   #numShadowBlocks(): number {

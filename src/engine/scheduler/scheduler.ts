@@ -46,7 +46,15 @@ export interface KvSnapshot {
   readonly usage: number;
   /** Free blocks no waiting request can use (contiguous) or partially filled tail waste (paged), 0..1. */
   readonly fragmentation: number;
-  readonly prefixCache: { readonly enabled: boolean; readonly queryTokens: number; readonly hitTokens: number; readonly numNodes: number } | null;
+  readonly prefixCache: {
+    readonly enabled: boolean;
+    readonly queryTokens: number;
+    /** Prompt tokens found: in the pool, or (counted in `host` as well) placed back from the host tier. */
+    readonly hitTokens: number;
+    readonly numNodes: number;
+    /** The host tier (null: off). */
+    readonly host?: { readonly numEntries: number; readonly numTokens: number; readonly capacityTokens: number; readonly numSaves: number; readonly numLoads: number; readonly hitTokens: number } | null;
+  } | null;
   readonly numCopyOnWrite: number;
 }
 

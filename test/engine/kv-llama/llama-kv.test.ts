@@ -65,3 +65,26 @@ test('pressure at high KV occupancy: llama.cpp never refuses a batch the account
   await engine.stop();
   await runner.close();
 });
+
+test('host tier on llama.cpp: a shared prompt placed back from host memory, same greedy text, under pressure too', async () => {
+  const jobs = ['what is a river?', 'tell me about stones.', 'and the sea?'].map((q) => ({ prompt: `${SYSTEM}\nUser: ${q}\nAssistant:`, maxTokens: 20 }));
+  const texts: string[][] = [];
+  let host: { numLoads: number; hitTokens: number } | null = null;
+  for (const hostTierTokens of [0, 16384]) {
+    const runner = await openTinyRunner({ contextTokens: 2048, maxSequences: 4 });
+    const engine = makeEngine(runner, { scheduler: 'continuous', hostTierTokens });
+    const t: string[] = [];
+    for (const job of jobs) t.push((await runJobs(engine, [job]))[0]!.text);
+    // Then all at once in a pool too small for them together: loads, evictions and waits interleave.
+    const together = await runJobs(engine, [...jobs, ...jobs]);
+    assert.ok(together.every((o) => o.reason === 'length'));
+    t.push(...together.map((o) => o.text));
+    texts.push(t);
+    if (hostTierTokens > 0) host = engine.stats().scheduler.kv.prefixCache?.host ?? null;
+    assert.equal((engine.scheduler as BatchScheduler).numRunnerRefusals, 0);
+    await engine.stop();
+    await runner.close();
+  }
+  assert.ok(host !== null && host.numLoads >= 2 && host.hitTokens > 400, `the host tier must really be used (${JSON.stringify(host)})`);
+  assert.deepEqual(texts[1], texts[0]);
+});

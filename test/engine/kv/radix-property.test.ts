@@ -56,9 +56,11 @@ class World {
           assert.ok(t !== undefined, `copy from seq ${op.srcSeqId} of missing cell ${p}: owner invariant broken`);
           dst.set(p, t);
         }
-      } else {
+      } else if (op.kind === 'remove') {
         const cells = this.#cellsOf(op.seqId);
         for (const p of [...cells.keys()]) if (p >= op.p0 && (op.p1 < 0 || p < op.p1)) cells.delete(p);
+      } else {
+        assert.fail(`the radix cache emitted a ${op.kind} op; only the KV manager's host tier does`);
       }
     }
   }

@@ -86,7 +86,7 @@ test('a request whose prompt shares one block with a long cached prompt still st
   assert.equal(out[1]!.request.numCachedTokens, 16);
 });
 
-const STATES = ['stopped: none_waiting', 'stopped: no_blocks', 'stopped: no_seq_id', 'stopped: budget', 'stopped: max_running', 'started beside others', 'preempted', 'finished at the preemption cap', 'never fits', 'peek hit', 'prefix hit'];
+const STATES = ['stopped: none_waiting', 'stopped: no_blocks', 'stopped: no_seq_id', 'stopped: budget', 'stopped: max_running', 'started beside others', 'preempted', 'finished at the preemption cap', 'never fits', 'peek hit', 'prefix hit', 'host hit'];
 
 test('property: random mixed workloads keep the allocation rule, the watermark and the preemption cap; peek is pure; nothing stalls', async () => {
   const coverage = new Coverage(STATES);
@@ -97,6 +97,7 @@ test('property: random mixed workloads keep the allocation rule, the watermark a
     kvWatermark: fc.constantFrom(0, 0.01, 0.05),
     maxPreemptions: fc.integer({ min: 0, max: 2 }),
     prefixCache: fc.boolean(),
+    hostTierTokens: fc.constantFrom(0, 0, 256, 2048),
     seed: fc.integer({ min: 1, max: 1_000_000 }),
   });
   await fc.assert(
@@ -105,7 +106,7 @@ test('property: random mixed workloads keep the allocation rule, the watermark a
       const rand = prng(p.seed);
       const pick = (n: number): number => Math.floor(rand() * n);
       const runner = new MockRunner({ cost: { speed: 0 }, contextTokens: p.numCells, maxSequences: p.maxSequences, maxBatchTokens: 128 });
-      const config: SchedulerConfig = { scheduler: 'continuous', maxOutputTokens: 64, prefillChunkTokens: p.prefillChunkTokens, kvWatermark: p.kvWatermark, maxPreemptions: p.maxPreemptions, prefixCache: p.prefixCache };
+      const config: SchedulerConfig = { scheduler: 'continuous', maxOutputTokens: 64, prefillChunkTokens: p.prefillChunkTokens, kvWatermark: p.kvWatermark, maxPreemptions: p.maxPreemptions, prefixCache: p.prefixCache, hostTierTokens: p.hostTierTokens };
       const s = createScheduler(config, runner.info) as BatchScheduler;
       const watermark = Math.ceil(p.kvWatermark * (p.numCells / 16));
       const bases = [uniquePrompt(p.seed, 200), uniquePrompt(p.seed + 1, 100)];
@@ -159,6 +160,7 @@ test('property: random mixed workloads keep the allocation rule, the watermark a
         if (o.reason === 'error') coverage.hit('never fits');
         if (o.request.numPreemptions === p.maxPreemptions && p.maxPreemptions > 0 && o.reason === 'length') coverage.hit('finished at the preemption cap');
         if (o.request.numCachedTokens > 0) coverage.hit('prefix hit');
+        if ((s.snapshot().kv.prefixCache?.host?.numLoads ?? 0) > 0) coverage.hit('host hit');
         if (o.reason === 'error') assert.ok(o.request.numPromptTokens > p.numCells, `request ${o.request.id} of ${o.request.numPromptTokens} tokens ended with an error`);
       }
       coverage.endRun();

@@ -127,6 +127,8 @@ export class LlamaRunner implements Runner {
   readonly info: RunnerInfo;
   readonly tokenizer: LlamaTokenizer;
   readonly #ctx: AddonContext;
+  /** The prefix cache's host tier: sequences' cells saved to host memory, by key (`save`/`load`/`drop` KV ops). */
+  readonly #host = new Map<number, Buffer>();
   #inflight: Promise<AddonDecodeResult> | null = null;
   #closed = false;
   #lastTiming: StepTiming | null = null;
@@ -190,8 +192,17 @@ export class LlamaRunner implements Runner {
     for (const op of plan.kvOps) {
       if (op.kind === 'copy') {
         this.#ctx.seqCopy(op.srcSeqId, op.dstSeqId, op.p0, op.p1);
-      } else if (!this.#ctx.seqRemove(op.seqId, op.p0, op.p1)) {
-        return { ok: false, reason: 'backend_error', message: `llama_memory_seq_rm refused seq ${op.seqId} [${op.p0}, ${op.p1})` };
+      } else if (op.kind === 'remove') {
+        if (!this.#ctx.seqRemove(op.seqId, op.p0, op.p1)) return { ok: false, reason: 'backend_error', message: `llama_memory_seq_rm refused seq ${op.seqId} [${op.p0}, ${op.p1})` };
+      } else if (op.kind === 'save') {
+        this.#host.set(op.key, this.#ctx.seqStateGet(op.seqId));
+      } else if (op.kind === 'load') {
+        const bytes = this.#host.get(op.key);
+        if (bytes === undefined) bug(`load of host entry ${op.key}, which was never saved or was dropped`);
+        // The scheduler made room for every saved cell: a refusal here is an accounting bug.
+        if (!this.#ctx.seqStateSet(op.seqId, bytes)) bug(`llama_state_seq_set_data refused host entry ${op.key} (${bytes.length} bytes) into seq ${op.seqId}`);
+      } else {
+        this.#host.delete(op.key);
       }
     }
     let numRows = 0;

@@ -29,7 +29,7 @@ export class MockKv {
     return this.#seqs.get(seqId)?.length ?? 0;
   }
 
-  apply(op: KvOp): void {
+  apply(op: Extract<KvOp, { kind: 'copy' | 'remove' }>): void {
     if (op.kind === 'copy') {
       const src = this.#seqs.get(op.srcSeqId) ?? [];
       const p1 = op.p1 < 0 ? src.length : op.p1;

@@ -87,6 +87,8 @@ export class MockRunner implements Runner {
   readonly #kv: MockKv;
   /** Per sequence, the rolling hash of its history after each position (what its KV cells "contain"). */
   readonly #history = new Map<number, number[]>();
+  /** The host tier: a saved sequence's history (its cells' "contents"), by key. */
+  readonly #host = new Map<number, number[]>();
   #closed = false;
 
   constructor(opts: MockRunnerOptions = {}) {
@@ -121,6 +123,24 @@ export class MockRunner implements Runner {
     const numTokens = plan.items.reduce((n, it) => n + it.tokens.length, 0);
     if (numTokens > this.info.maxBatchTokens) bug(`a plan of ${numTokens} tokens exceeds the batch limit ${this.info.maxBatchTokens}`);
     for (const op of plan.kvOps) {
+      if (op.kind === 'save') {
+        const hist = this.#history.get(op.seqId) ?? [];
+        if (hist.length !== this.#kv.length(op.seqId)) bug(`save of seq ${op.seqId}: ${hist.length} history entries for ${this.#kv.length(op.seqId)} cells`);
+        this.#host.set(op.key, [...hist]);
+        continue;
+      }
+      if (op.kind === 'load') {
+        const hist = this.#host.get(op.key);
+        if (hist === undefined) bug(`load of host entry ${op.key}, which was never saved or was dropped`);
+        // As llama.cpp: the restored cells go wherever cells are free; the scheduler made room for them.
+        if (!this.#kv.append(op.seqId, 0, hist.length)) bug(`load of host entry ${op.key}: ${hist.length} cells do not fit`);
+        this.#history.set(op.seqId, [...hist]);
+        continue;
+      }
+      if (op.kind === 'drop') {
+        this.#host.delete(op.key);
+        continue;
+      }
       this.#kv.apply(op);
       if (op.kind === 'remove') this.#history.get(op.seqId)?.splice(op.p0, op.p1 < 0 ? Infinity : op.p1 - op.p0);
       else this.#history.set(op.dstSeqId, [...(this.#history.get(op.dstSeqId) ?? []), ...(this.#history.get(op.srcSeqId) ?? []).slice(op.p0, op.p1 < 0 ? undefined : op.p1)]);
