@@ -1,6 +1,6 @@
 // The long-prompt comparison's table (bench/peer/long.sh): per rate and system, the median over
 // seeds of TTFT p50, ITL p50, E2E p50 and p99 and goodput at the SLO, with the range over seeds;
-// then Headroom / llama-server ratios paired by seed (median and range). Reads each run's
+// then each Headroom configuration / llama-server, paired by seed (median and range). Reads each run's
 // summary.json (written by `headroom bench run --json`, computed with the SLO given there).
 //
 //   node --import tsx bench/peer/long-table.ts results/per-token/peer-long
@@ -8,7 +8,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const root = process.argv[2] ?? 'results/per-token/peer-long';
-const systems = ['headroom', 'llama-server'] as const;
+const KNOWN = ['headroom', 'headroom-host', 'llama-server'];
 type Metric = 'median_ttft_ms' | 'median_itl_ms' | 'median_e2el_ms' | 'p99_e2el_ms' | 'request_goodput' | 'request_throughput';
 const metrics: { key: Metric; label: string; digits: number }[] = [
   { key: 'median_ttft_ms', label: 'TTFT p50 ms', digits: 0 },
@@ -21,6 +21,7 @@ const metrics: { key: Metric; label: string; digits: number }[] = [
 
 const seeds = readdirSync(root).filter((d) => d.startsWith('seed-')).sort();
 const rates = [...new Set(seeds.flatMap((s) => readdirSync(join(root, s)).filter((d) => d.startsWith('rate-'))))].sort((a, b) => Number(a.slice(5)) - Number(b.slice(5)));
+const systems = KNOWN.filter((sys) => seeds.some((s) => rates.some((r) => existsSync(join(root, s, r, sys, 'summary.json')))));
 const read = (seed: string, rate: string, sys: string): Record<string, number | string> | null => {
   const f = join(root, seed, rate, sys, 'summary.json');
   return existsSync(f) ? (JSON.parse(readFileSync(f, 'utf8')) as Record<string, number | string>) : null;
@@ -43,25 +44,29 @@ for (const rate of rates) {
     console.log(`| ${rate.slice(5)} | ${sys} | ${metrics.map((m) => cell(runs.map((r) => num(r[m.key])), m.digits)).join(' | ')} |`);
   }
 }
-console.log(`\nHeadroom / llama-server, paired by seed: median (range).\n`);
-console.log(`| rate | ${metrics.map((m) => m.label).join(' | ')} |`);
-console.log(`|---|${metrics.map(() => '---').join('|')}|`);
-for (const rate of rates) {
-  const cells = metrics.map((m) => {
-    const rs: number[] = [];
-    for (const s of seeds) {
-      const h = read(s, rate, 'headroom');
-      const l = read(s, rate, 'llama-server');
-      if (h === null || l === null) continue;
-      const a = num(h[m.key]);
-      const b = num(l[m.key]);
-      if (Number.isFinite(a) && Number.isFinite(b) && b > 0) rs.push(a / b);
-    }
-    return cell(rs, 2);
-  });
-  console.log(`| ${rate.slice(5)} | ${cells.join(' | ')} |`);
+for (const mine of systems.filter((x) => x !== 'llama-server')) {
+  console.log(`\n${mine} / llama-server, paired by seed: median (range).\n`);
+  console.log(`| rate | ${metrics.map((m) => m.label).join(' | ')} |`);
+  console.log(`|---|${metrics.map(() => '---').join('|')}|`);
+  for (const rate of rates) {
+    const cells = metrics.map((m) => {
+      const rs: number[] = [];
+      for (const s of seeds) {
+        const h = read(s, rate, mine);
+        const l = read(s, rate, 'llama-server');
+        if (h === null || l === null) continue;
+        const a = num(h[m.key]);
+        const b = num(l[m.key]);
+        if (Number.isFinite(a) && Number.isFinite(b) && b > 0) rs.push(a / b);
+      }
+      return cell(rs, 2);
+    });
+    console.log(`| ${rate.slice(5)} | ${cells.join(' | ')} |`);
+  }
 }
 const peak = (sys: string): number[] => seeds.map((s) => Math.max(...rates.map((r) => num(read(s, r, sys)?.['request_goodput']) || 0)));
-const ph = peak('headroom');
 const pl = peak('llama-server');
-console.log(`\nPeak goodput over rates, per seed: Headroom ${ph.map((x) => x.toFixed(3)).join(', ')}; llama-server ${pl.map((x) => x.toFixed(3)).join(', ')}; ratio ${ph.map((x, i) => (pl[i]! > 0 ? (x / pl[i]!).toFixed(2) : '∞')).join(', ')}.`);
+for (const mine of systems.filter((x) => x !== 'llama-server')) {
+  const ph = peak(mine);
+  console.log(`\nPeak goodput over rates, per seed: ${mine} ${ph.map((x) => x.toFixed(3)).join(', ')}; llama-server ${pl.map((x) => x.toFixed(3)).join(', ')}; ratio ${ph.map((x, i) => (pl[i]! > 0 ? (x / pl[i]!).toFixed(2) : '∞')).join(', ')}.`);
+}

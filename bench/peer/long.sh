@@ -3,14 +3,17 @@
 # workloads.ts: half the requests on 2 shared documents of 1,000–1,500 tokens plus a 100–900-token
 # question, half unique documents of 800–2,800 tokens, outputs of 8–256 tokens), the tiny model,
 # THREADS threads, one unified pool of CTX cells shared by PARALLEL sequences/slots, open-loop
-# Poisson. Seed-major, then rate; the two systems' order alternates per run; a fresh server per run.
-# Results: $OUT/seed-<s>/rate-<r>/{headroom,llama-server}/; table: bench/peer/table.ts.
+# Poisson. Seed-major, then rate; the configurations' order rotates per run; a fresh server per run.
+# Results: $OUT/seed-<s>/rate-<r>/<config>/; table: bench/peer/long-table.ts.
 #
 #   LLAMA_SERVER=/path/to/llama-server bash bench/peer/long.sh [rates...]   (SEEDS="1 2 3" DURATION_S=40)
+#
+# CONFIGS (default "headroom llama-server"); also known: headroom-host, Headroom with the prefix
+# cache's host tier (--cache-host-tokens $HOST_TOKENS, default 65536).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 : "${MODEL:=models/tiny.gguf}" "${CTX:=16384}" "${PARALLEL:=8}" "${TOKENS_PER_WORD:=1.14}" "${SLO_MS:=4000}" "${DURATION_S:=40}"
-: "${MAX_OUTPUT:=512}" "${WORKLOAD:=long}"
+: "${MAX_OUTPUT:=512}" "${WORKLOAD:=long}" "${HOST_TOKENS:=65536}"
 export MODEL CTX PARALLEL TOKENS_PER_WORD SLO_MS DURATION_S MAX_OUTPUT WORKLOAD
 source bench/ladder/lib.sh
 : "${LLAMA_SERVER:?set LLAMA_SERVER to the llama-server binary (see bench/peer/README.md)}"
@@ -19,16 +22,23 @@ read -r -a seeds <<<"${SEEDS:-1 2 3}"
 out=${OUT:-results/per-token/peer-long}
 port=8321
 [[ -f $MODEL ]] || node bin/headroom.mjs model make --preset tiny --out "$MODEL"
+read -r -a configs <<<"${CONFIGS:-headroom llama-server}"
+n=${#configs[@]}
 k=0
 for seed in "${seeds[@]}"; do
   export SEED=$seed
   for rate in "${rates[@]}"; do
-    if (( k % 2 == 0 )); then order=(headroom llama-server); else order=(llama-server headroom); fi
-    k=$((k + 1))
-    for cfg in "${order[@]}"; do
+    for ((j = 0; j < n; j++)); do
+      cfg=${configs[$(((j + k) % n))]}
       dir=$out/seed-$seed/rate-$rate/$cfg
-      if [[ $cfg == headroom ]]; then run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained; else run_peer $port "$dir" "$rate" llama-server; fi
+      case $cfg in
+        headroom) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained ;;
+        headroom-host) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained --cache-host-tokens "$HOST_TOKENS" ;;
+        llama-server) run_peer $port "$dir" "$rate" llama-server ;;
+        *) echo "unknown config $cfg" >&2; exit 2 ;;
+      esac
       echo "seed $seed rate $rate $cfg done ($(tr '\n' ' ' <"$dir/loadavg.txt"))"
     done
+    k=$((k + 1))
   done
 done
