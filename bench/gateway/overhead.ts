@@ -15,7 +15,7 @@
 // with [min, max].
 //
 //   node --import tsx bench/gateway/overhead.ts [--rate 500] [--seconds 10] [--rounds 5] [--connections 64] [--out results/gateway/overhead]
-//     [--gateway-node-args '--cpu-prof --cpu-prof-dir DIR']   (Node flags for the gateway's process: a CPU profile of it)
+//     [--gateway-node-args='--cpu-prof --cpu-prof-dir DIR']   (Node flags for the gateway's process, given with '=': a CPU profile of it)
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
