@@ -94,26 +94,14 @@ export class GatewayLoad {
   readonly #longStepMs = new Ewma(1 / 256);
   readonly #prefillRate = new Ewma(0.2);
   readonly #decodeRate = new Ewma(0.3);
-  readonly #sizer: PromptSizer;
   #windowStartMs: number | null = null;
   #windowTokens = 0;
   #snapshot: EngineSnapshot | null = null;
   #numSnapshots = 0;
 
-  constructor(now: () => number, upstreams: UpstreamFacts = NO_UPSTREAM_FACTS, sizer = new PromptSizer()) {
+  constructor(now: () => number, upstreams: UpstreamFacts = NO_UPSTREAM_FACTS) {
     this.#now = now;
     this.#upstreams = upstreams;
-    this.#sizer = sizer;
-  }
-
-  /** Prompt tokens of a prompt of `bytes` UTF-8 bytes, at the learned ratio (the shared sizer's). */
-  estimateTokens(bytes: number): number {
-    return this.#sizer.estimateTokens(bytes);
-  }
-
-  /** An upstream reported a prompt's token count: learn the bytes-per-token ratio. */
-  learnPromptSize(bytes: number, tokens: number): void {
-    this.#sizer.learn(bytes, tokens);
   }
 
   get numInFlight(): number {
@@ -235,7 +223,6 @@ export class GatewayLoad {
       longStepMs: r(this.#longStepMs.value),
       prefillTokensPerS: r(this.#prefillRate.value),
       decodeTokensPerS: r(this.#decodeRate.value),
-      bytesPerToken: r(this.#sizer.bytesPerToken),
       slots: this.#upstreams.slots(),
     };
   }

@@ -72,7 +72,7 @@ export class ProxyBackend implements ForwardingBackend {
   constructor(pool: UpstreamPool, picker: Picker, clock: Clock, opts: ProxyOptions) {
     if (!Number.isInteger(opts.maxAttempts) || opts.maxAttempts < 1) throw new Error(`ProxyBackend: expected maxAttempts to be an integer ≥ 1, got ${opts.maxAttempts}`);
     this.pool = pool;
-    this.books = pool.upstreams.map((u) => new GatewayLoad(() => clock.nowMs(), pool.factsOf(u), this.sizer));
+    this.books = pool.upstreams.map((u) => new GatewayLoad(() => clock.nowMs(), pool.factsOf(u)));
     this.#picker = picker;
     this.clock = clock;
     this.#opts = opts;
@@ -111,7 +111,7 @@ export class ProxyBackend implements ForwardingBackend {
   }
 
   stats(): Record<string, unknown> {
-    return { gateway: { numInFlight: this.#numInFlight, numFailovers: this.#numFailovers, numNoUpstream: this.#numNoUpstream, upstreams: this.pool.snapshot().map((u, i) => ({ ...u, books: this.books[i]!.state() })) } };
+    return { gateway: { numInFlight: this.#numInFlight, numFailovers: this.#numFailovers, numNoUpstream: this.#numNoUpstream, bytesPerToken: Math.round(this.sizer.bytesPerToken * 100) / 100, upstreams: this.pool.snapshot().map((u, i) => ({ ...u, books: this.books[i]!.state() })) } };
   }
 
   /** Refuse new requests from now on; in-flight ones go on. */

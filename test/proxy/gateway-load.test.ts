@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import { FEATURE_NAMES, NUM_FEATURES, extractFeatures } from '../../src/admission/features.ts';
 import type { AdmissionContext } from '../../src/admission/controller.ts';
 import { promptTokensAhead } from '../../src/engine/snapshot.ts';
-import { GatewayLoad } from '../../src/proxy/gateway-load.ts';
+import { GatewayLoad, PromptSizer } from '../../src/proxy/gateway-load.ts';
 
 function books(slots = 0, kv: number | null = null): { load: GatewayLoad; clock: { t: number } } {
   const clock = { t: 1000 };
@@ -80,12 +80,12 @@ test('gateway books: decode rate is output events per second over all streams, i
   assert.equal(load.snapshot().decodeTokensPerS, 200);
 });
 
-test('gateway books: prompt tokens are estimated at 4 bytes a token until usage reports teach the ratio', () => {
-  const { load } = books();
-  assert.equal(load.estimateTokens(400), 100);
-  assert.equal(load.estimateTokens(0), 1);
-  load.learnPromptSize(300, 100);
-  assert.equal(load.estimateTokens(300), 100);
+test('prompt sizer: 4 bytes a token until usage reports teach the ratio', () => {
+  const sizer = new PromptSizer();
+  assert.equal(sizer.estimateTokens(400), 100);
+  assert.equal(sizer.estimateTokens(0), 1);
+  sizer.learn(300, 100);
+  assert.equal(sizer.estimateTokens(300), 100);
 });
 
 test('gateway books: the features admission extracts read them as they read an engine snapshot', () => {

@@ -62,6 +62,12 @@ export const int = (name: string, v: string): number => {
   return n;
 };
 
+export const nonNegativeInt = (name: string, v: string): number => {
+  const n = int(name, v);
+  if (n < 0) throw new StartupError(`--${name}: expected an integer ≥ 0, got '${v}'`);
+  return n;
+};
+
 /** Listening, budgets, HTTP bounds, observability, logs, keys, CORS. */
 export function addServerOptions(cmd: Command): Command {
   return cmd

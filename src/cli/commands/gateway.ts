@@ -13,7 +13,7 @@ import type { Gateway } from '../../gateway.ts';
 import { EXIT_CODES, StartupError, startupErrorLine } from '../startup-errors.ts';
 import { effectiveConfig, originNote } from '../config.ts';
 import { debugEnabled } from '../user-error.ts';
-import { addFlowOptions, addServerOptions, flowOption, int, keysOf, onSignals, serverConfigOf } from './front-door.ts';
+import { addFlowOptions, addServerOptions, flowOption, int, keysOf, nonNegativeInt, onSignals, serverConfigOf } from './front-door.ts';
 import type { FlowFlags, ServerFlags } from './front-door.ts';
 import { addAdmissionOptions, admissionBase } from './admission-options.ts';
 import type { AdmissionFlags } from './admission-options.ts';
@@ -117,10 +117,8 @@ async function build(f: GatewayFlags, config: EffectiveConfig): Promise<Gateway>
     }
   }
   const weight = (name: string, v: string): number => number(name, v, (n) => n >= 0, 'a number ≥ 0');
-  const maxInFlight = int('upstream-max-inflight', f.upstreamMaxInflight);
-  if (maxInFlight < 0) throw new StartupError(`--upstream-max-inflight: expected an integer ≥ 0, got '${f.upstreamMaxInflight}'`);
-  const slots = int('upstream-slots', f.upstreamSlots);
-  if (slots < 0) throw new StartupError(`--upstream-slots: expected an integer ≥ 0, got '${f.upstreamSlots}'`);
+  const maxInFlight = nonNegativeInt('upstream-max-inflight', f.upstreamMaxInflight);
+  const slots = nonNegativeInt('upstream-slots', f.upstreamSlots);
   const unit = positiveInt('affinity-unit-bytes', f.affinityUnitBytes);
   const capacity = positiveInt('affinity-capacity-bytes', f.affinityCapacityBytes);
   if (capacity < unit) throw new StartupError(`--affinity-capacity-bytes: expected at least --affinity-unit-bytes (${unit}), got '${f.affinityCapacityBytes}'`);

@@ -20,16 +20,10 @@ import { DEFAULT_RECORDER_LIMITS, MIN_SEGMENT_BYTES } from '../../obs/recorder/r
 import type { EffectiveConfig } from '../config.ts';
 import { effectiveConfig, originNote } from '../config.ts';
 import { debugEnabled } from '../user-error.ts';
-import { addFlowOptions, addServerOptions, flowOption, int, keysOf, onSignals, serverConfigOf } from './front-door.ts';
+import { addFlowOptions, addServerOptions, flowOption, int, keysOf, nonNegativeInt, onSignals, serverConfigOf } from './front-door.ts';
 import type { FlowFlags, ServerFlags } from './front-door.ts';
 import { addAdmissionOptions, admissionBase } from './admission-options.ts';
 import type { AdmissionFlags } from './admission-options.ts';
-
-const nonNegativeInt = (name: string, v: string): number => {
-  const n = int(name, v);
-  if (n < 0) throw new StartupError(`--${name}: expected an integer ≥ 0, got '${v}'`);
-  return n;
-};
 
 interface ServeFlags extends ServerFlags, FlowFlags, AdmissionFlags {
   runner: 'llama' | 'mock';

@@ -57,7 +57,7 @@ interface SeqState {
    * cache: its prefix cells duplicate whatever shorter match the cache has, and pinning that path
    * while holding the duplicates could leave it no room to grow. It goes back to host memory instead.
    */
-  fromHost?: boolean;
+  readonly fromHost: boolean;
 }
 
 export class PagedKvManager implements KvManager {
@@ -189,7 +189,7 @@ export class PagedKvManager implements KvManager {
     this.#paged.append(table, child.numTokens - numShared);
     const seqId = this.#seqIds.acquire();
     this.#kvOps.push({ kind: 'copy', srcSeqId: from.seqId, dstSeqId: seqId, p0: 0, p1: numShared });
-    this.#states.set(child, { seqId, table, handle: null, numCachedTokens: 0, offered: false });
+    this.#states.set(child, { seqId, table, handle: null, numCachedTokens: 0, offered: false, fromHost: false });
     return { ok: true, seqId, numCachedTokens: numShared, numNewTokens: child.numTokens - numShared };
   }
 
@@ -208,7 +208,7 @@ export class PagedKvManager implements KvManager {
     const st = this.#state(req);
     if (this.#radix === null || st.offered || req.numComputedTokens < req.numTokens) return;
     st.offered = true;
-    if (st.fromHost === true) return;
+    if (st.fromHost) return;
     const tokens = req.tokensIn(0, req.numComputedTokens);
     // 'seen': keep what the cache already had for it and what an earlier prompt also had; the rest
     // of its cells go with the request (see doorkeeper.ts).

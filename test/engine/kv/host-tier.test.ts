@@ -41,7 +41,7 @@ test('host tier: what an entry holds is not saved twice; an entry the new one ex
 
 test('host tier: over capacity the least recently used entries go, a use counting as recent', () => {
   const t = new HostTier({ blockSize: 4, capacityTokens: 64, minTokens: 8 });
-  const a = t.add(seq(100, 24))!;
+  t.add(seq(100, 24));
   const b = t.add(seq(200, 24))!;
   t.used(t.match(seq(100, 24), 23)!); // a is now more recent than b
   const c = t.add(seq(300, 24))!;
@@ -49,6 +49,5 @@ test('host tier: over capacity the least recently used entries go, a use countin
   assert.ok(t.match(seq(100, 24), 23) !== null && t.match(seq(200, 24), 23) === null && t.match(seq(300, 24), 23) !== null);
   assert.equal(t.add(seq(400, 65)), null, 'longer than the whole capacity');
   assert.equal(t.numTokens, 48);
-  assert.equal(a.key < c.key, true);
   t.checkInvariants();
 });
