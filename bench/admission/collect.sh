@@ -25,7 +25,8 @@ for round in $(seq 0 $((ROUNDS - 1))); do
     mkdir -p "$dir"
     rm -f "$dir/trace.jsonl"
     # shellcheck disable=SC2086
-    pid=$(start_headroom $port "$dir/server.log" $SERVE_FLAGS --slo-ms "$SLO_MS" --trace-out "$dir/trace.jsonl")
+    # --admission off last, whatever SERVE_FLAGS says: the traces must be those of an unmanaged engine.
+    pid=$(start_headroom $port "$dir/server.log" $SERVE_FLAGS --slo-ms "$SLO_MS" --trace-out "$dir/trace.jsonl" --admission off)
     if wait_ready "http://127.0.0.1:$port" /ready "$pid"; then
       SEED=$((SEED + 1000 * round)) WORKLOAD=$WORKLOAD bench_open "http://127.0.0.1:$port" "$dir" "$rate"
     fi

@@ -9,7 +9,10 @@
 #   LLAMA_SERVER=/path/to/llama-server bash bench/peer/long.sh [rates...]   (SEEDS="1 2 3" DURATION_S=40)
 #
 # CONFIGS (default "headroom llama-server"); also known: headroom-host, Headroom with the prefix
-# cache's host tier (--cache-host-tokens $HOST_TOKENS, default 65536).
+# cache's host tier (--cache-host-tokens $HOST_TOKENS, default 65536); headroom-admit, the same told the
+# SLO (--slo-ms $SLO_MS; otherwise admission budgets the serve default, 10 s) and, with ARTIFACT set, warm-
+# started from an artifact trained on this workload (--admission-artifact $ARTIFACT, calibrated on
+# CAL_TRACES when set; collect them with bench/admission/collect.sh, WORKLOAD=long, as docs/per-token.md shows).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 : "${MODEL:=models/tiny.gguf}" "${CTX:=16384}" "${PARALLEL:=8}" "${TOKENS_PER_WORD:=1.14}" "${SLO_MS:=4000}" "${DURATION_S:=40}"
@@ -23,6 +26,11 @@ out=${OUT:-results/per-token/peer-long}
 port=8321
 [[ -f $MODEL ]] || node bin/headroom.mjs model make --preset tiny --out "$MODEL"
 read -r -a configs <<<"${CONFIGS:-headroom llama-server}"
+admit=()
+if [[ -n ${ARTIFACT:-} ]]; then
+  admit=(--admission-artifact "$ARTIFACT")
+  [[ -n ${CAL_TRACES:-} ]] && admit+=(--admission-calibration-traces "$CAL_TRACES")
+fi
 n=${#configs[@]}
 k=0
 for seed in "${seeds[@]}"; do
@@ -34,6 +42,7 @@ for seed in "${seeds[@]}"; do
       case $cfg in
         headroom) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained ;;
         headroom-host) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained --cache-host-tokens "$HOST_TOKENS" ;;
+        headroom-admit) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained --cache-host-tokens "$HOST_TOKENS" --slo-ms "$SLO_MS" "${admit[@]}" ;;
         llama-server) run_peer $port "$dir" "$rate" llama-server ;;
         *) echo "unknown config $cfg" >&2; exit 2 ;;
       esac
