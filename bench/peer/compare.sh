@@ -9,7 +9,10 @@
 #
 # CONFIGS picks and orders the configurations (default "headroom-r4 llama-server"); also known:
 # headroom-r4-df, rung 4 with --priority decode-first (decodes take the step budget before any
-# prompt chunk, so a stream never waits for more than one step).
+# prompt chunk, so a stream never waits for more than one step); headroom-admit, rung 4 told the SLO
+# (--slo-ms $SLO_MS; otherwise admission budgets the serve default, 10 s) and, with ARTIFACT set,
+# warm-started from an artifact trained on this workload (--admission-artifact, calibrated on
+# CAL_TRACES when set; docs/per-token.md shows the collection).
 #
 # llama-server is built outside the repo (bench/peer/README.md). Its settings beyond the matched
 # ones are its defaults (-b 2048 -ub 512, cache_prompt on, --cache-ram 8192 MiB host prompt cache,
@@ -24,6 +27,11 @@ port=8321
 out=${OUT:-results/peer}
 read -r -a configs <<<"${CONFIGS:-headroom-r4 llama-server}"
 n=${#configs[@]}
+admit=()
+if [[ -n ${ARTIFACT:-} ]]; then
+  admit=(--admission-artifact "$ARTIFACT")
+  [[ -n ${CAL_TRACES:-} ]] && admit+=(--admission-calibration-traces "$CAL_TRACES")
+fi
 
 i=0
 for rate in "${rates[@]}"; do
@@ -33,6 +41,7 @@ for rate in "${rates[@]}"; do
     case $cfg in
       headroom-r4) run_peer $port "$dir" "$rate" headroom --scheduler continuous --kv paged --prefix-cache on ;;
       headroom-r4-df) run_peer $port "$dir" "$rate" headroom --scheduler continuous --kv paged --prefix-cache on --priority decode-first ;;
+      headroom-admit) run_peer $port "$dir" "$rate" headroom --scheduler continuous --kv paged --prefix-cache on --slo-ms "$SLO_MS" "${admit[@]}" ;;
       *) run_peer $port "$dir" "$rate" llama-server ;;
     esac
     echo "rate $rate $cfg done ($(tr '\n' ' ' <"$dir/loadavg.txt"))"
