@@ -9,7 +9,8 @@
 #
 # CONFIGS picks and orders the configurations (default "headroom-r4 llama-server"); also known:
 # headroom-r4-df, rung 4 with --priority decode-first (decodes take the step budget before any
-# prompt chunk, so a stream never waits for more than one step); headroom-admit, rung 4 told the SLO
+# prompt chunk, so a stream never waits for more than one step); headroom-admit, rung 4 with the prefix cache's host tier
+# (--cache-host-tokens $HOST_TOKENS, default 65536) and told the SLO
 # (--slo-ms $SLO_MS; otherwise admission budgets the serve default, 10 s) and, with ARTIFACT set,
 # warm-started from an artifact trained on this workload (--admission-artifact, calibrated on
 # CAL_TRACES when set; docs/per-token.md shows the collection).
@@ -22,7 +23,7 @@ cd "$(dirname "$0")/../.."
 source bench/ladder/lib.sh
 : "${LLAMA_SERVER:?set LLAMA_SERVER to the llama-server binary (see bench/peer/README.md)}"
 read -r -a rates <<<"${*:-0.5 1 2 3}"
-: "${DURATION_S:=40}"
+: "${DURATION_S:=40}" "${HOST_TOKENS:=65536}"
 port=8321
 out=${OUT:-results/peer}
 read -r -a configs <<<"${CONFIGS:-headroom-r4 llama-server}"
@@ -41,7 +42,7 @@ for rate in "${rates[@]}"; do
     case $cfg in
       headroom-r4) run_peer $port "$dir" "$rate" headroom --scheduler continuous --kv paged --prefix-cache on ;;
       headroom-r4-df) run_peer $port "$dir" "$rate" headroom --scheduler continuous --kv paged --prefix-cache on --priority decode-first ;;
-      headroom-admit) run_peer $port "$dir" "$rate" headroom --scheduler continuous --kv paged --prefix-cache on --slo-ms "$SLO_MS" "${admit[@]}" ;;
+      headroom-admit) run_peer $port "$dir" "$rate" headroom --scheduler continuous --kv paged --prefix-cache on --cache-host-tokens "$HOST_TOKENS" --slo-ms "$SLO_MS" "${admit[@]}" ;;
       *) run_peer $port "$dir" "$rate" llama-server ;;
     esac
     echo "rate $rate $cfg done ($(tr '\n' ' ' <"$dir/loadavg.txt"))"
