@@ -230,15 +230,15 @@ export class ForwardHandler {
     const facts = reply.request.facts;
     const headers = replyHeaders(reply);
     reply.hijack();
-    const res = reply.raw;
-    const sse = new SseWriter(res);
+    const sse = new SseWriter(reply.raw);
     const clock = this.#d.backend.clock;
     let failure: string | null = null;
     try {
-      sse.open({ ...headers, 'content-type': response.contentType });
+      // The upstream's headers are in; its first bytes usually are too: ours go out with them.
+      sse.open({ ...headers, 'content-type': response.contentType }, false);
       for await (const chunk of response.body) {
         const now = clock.nowMs();
-        if (!sse.closed) res.write(chunk);
+        sse.raw(chunk);
         facts.firstOutputMs ??= performance.now();
         meter.events(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength), now);
       }
