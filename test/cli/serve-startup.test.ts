@@ -65,6 +65,7 @@ test('bad flags, a missing or corrupt model and --ctx beyond the trained context
       [['--runner', 'mock', '--min-slo-ms', '20000'], /^headroom: error: config: expected minSloMs ≤ sloMs ≤ maxSloMs/],
       [['--model', join(dir, 'missing.gguf'), '--port', '0'], /^headroom: error: model file not found: /],
       [['--model', corrupt, '--port', '0'], /^headroom: error: llama\.cpp could not load the model at .*corrupt\.gguf/],
+      [['--runner', 'mock', '--port', '0', '--cache-max-fraction', '1.5'], /^headroom: error: --cache-max-fraction: expected a number in \[0, 1\], got '1\.5'$/],
       [['--ctx', '100000', '--port', '0', '--threads', '1'], /^headroom: error: --ctx: a context of 100000 tokens is longer than the model's trained context of 8192 .*--ctx-beyond-trained/],
     ];
     for (const [args, line] of cases) await failsWithOneLine(args, line);

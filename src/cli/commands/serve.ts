@@ -58,6 +58,12 @@ interface ServeFlags extends ServerFlags, FlowFlags, AdmissionFlags {
   dashboardRuns?: string[];
 }
 
+const cacheFraction = (v: string): number => {
+  const n = Number(v);
+  if (v.trim() === '' || !(n >= 0 && n <= 1)) throw new StartupError(`--cache-max-fraction: expected a number in [0, 1], got '${v}'`);
+  return n;
+};
+
 const stepTarget = (v: string): number | 'auto' | 'off' => {
   if (v === 'auto' || v === 'off') return v;
   const n = Number(v);
@@ -94,7 +100,7 @@ export function registerServeCommand(program: Command): void {
     .addOption(new Option('--kv <mode>', 'KV accounting').choices(['paged', 'contiguous']).default('paged'))
     .addOption(new Option('--prefix-cache <on|off>', 'radix prefix cache (paged KV only)').choices(['on', 'off']).default('on'))
     .option('--block-size <tokens>', 'KV block size', '16')
-    .option('--cache-max-fraction <f>', 'most of the KV pool idle cached prefixes may keep, (0, 1]', '1')
+    .option('--cache-max-fraction <f>', 'most of the KV pool idle cached prefixes may keep, [0, 1] (0: none; with --cache-host-tokens they wait in host memory)', '1')
     .addOption(new Option('--overlap-dispatch <on|off>', "hand a step's tokens to the clients while the next step computes (on), or before it starts (off)").choices(['on', 'off']).default('off'))
     .option('--cache-host-tokens <n>', "tokens of finished sequences the prefix cache keeps in host memory and places back when a later prompt begins with one (0: off; about 5 KB a token on the tiny model)", '0')
     .addOption(new Option('--cache-retain <what>', "what the prefix cache keeps of a computed prompt: 'seen' (the part an earlier prompt also had; a retained unique prompt slows every decode) or 'all'").choices(['seen', 'all']).default('seen'))
@@ -173,7 +179,7 @@ async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> 
       priority: f.priority,
       staticBatchSize: int('static-batch', f.staticBatch),
       staticWaitMs: int('static-wait-ms', f.staticWaitMs),
-      cacheMaxFraction: Number(f.cacheMaxFraction),
+      cacheMaxFraction: cacheFraction(f.cacheMaxFraction),
       cacheRetain: f.cacheRetain,
       hostTierTokens: nonNegativeInt('cache-host-tokens', f.cacheHostTokens),
       kvWatermark: Number(f.kvWatermark),

@@ -27,9 +27,11 @@ export interface KvManagerOptions {
   /** Server-wide output cap: the contiguous allocator reserves it for every request. */
   readonly maxOutputTokens: number;
   /**
-   * Most of the pool (0..1] that unreferenced cached prefixes may keep once their requests are gone.
+   * Most of the pool [0, 1] that unreferenced cached prefixes may keep once their requests are gone.
    * llama.cpp attends over the whole used range of a unified pool, so what the cache retains makes
-   * every step slower (bench/native/pool-occupancy.ts); 1 keeps everything until space is needed.
+   * every step slower (bench/native/pool-occupancy.ts); 1 keeps everything until space is needed;
+   * 0 keeps nothing idle (prefixes are shared only while a request holds them, and with the host
+   * tier an idle prefix lives in host memory only).
    */
   readonly cacheMaxFraction?: number;
   /**

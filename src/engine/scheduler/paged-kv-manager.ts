@@ -82,7 +82,7 @@ export class PagedKvManager implements KvManager {
 
   constructor(opts: KvManagerOptions) {
     if (opts.mode !== 'paged') throw new Error(`PagedKvManager: expected mode 'paged', got '${opts.mode}'`);
-    if (opts.cacheMaxFraction !== undefined && !(opts.cacheMaxFraction > 0 && opts.cacheMaxFraction <= 1)) throw new Error(`KvManager: expected cacheMaxFraction in (0, 1], got ${opts.cacheMaxFraction}`);
+    if (opts.cacheMaxFraction !== undefined && !(opts.cacheMaxFraction >= 0 && opts.cacheMaxFraction <= 1)) throw new Error(`KvManager: expected cacheMaxFraction in [0, 1], got ${opts.cacheMaxFraction}`);
     const wm = opts.watermarkFraction ?? DEFAULT_WATERMARK_FRACTION;
     if (!(wm >= 0 && wm <= 0.5)) throw new Error(`KvManager: expected watermarkFraction in [0, 0.5], got ${opts.watermarkFraction}`);
     if (!(opts.numCells >= opts.blockSize)) throw new Error(`KvManager: expected numCells ≥ blockSize, got ${opts.numCells} < ${opts.blockSize}`);

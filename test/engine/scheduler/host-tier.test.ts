@@ -13,19 +13,21 @@ import type { Job } from '../../helpers/engine-driver.ts';
 const words = (seed: number, n: number): number[] => Array.from({ length: n }, (_, i) => 259 + ((seed * 7919 + i * 31 + ((i * i) % 13)) % 150));
 const DOC = [1, ...words(1, 600)];
 
-async function serve(config: SchedulerConfig, jobs: readonly Job[]): Promise<{ tokens: number[][]; cached: number[]; host: unknown }> {
+async function serve(config: SchedulerConfig, jobs: readonly Job[]): Promise<{ tokens: number[][]; cached: number[]; host: unknown; poolNodes: number[] }> {
   const engine = makeEngine(new MockRunner({ cost: { speed: 0 }, contextTokens: 4096, maxSequences: 4, maxBatchTokens: 512 }), config);
   const tokens: number[][] = [];
   const cached: number[] = [];
+  const poolNodes: number[] = [];
   // One at a time: each request finds what the ones before it left.
   for (const job of jobs) {
     const [o] = await runJobs(engine, [job]);
     tokens.push(o!.tokens);
     cached.push(o!.request.numCachedTokens);
+    poolNodes.push(engine.stats().scheduler.kv.prefixCache?.numNodes ?? 0);
   }
   const host = engine.stats().scheduler.kv.prefixCache?.host ?? null;
   await engine.stop();
-  return { tokens, cached, host };
+  return { tokens, cached, host, poolNodes };
 }
 
 test('host tier: a document\'s second occurrence is placed back, and every request generates what it does without the tier', async () => {
@@ -46,6 +48,26 @@ test('host tier: a document\'s second occurrence is placed back, and every reque
   assert.ok(on.cached[1]! >= 592 && on.cached[2]! >= 592, `cached tokens ${on.cached.join(', ')}`);
   assert.equal(on.cached[3], 0);
   assert.deepEqual(on.host, { numEntries: 4, numTokens: (641 + 23) + (631 + 23) + (651 + 23) + (301 + 7), capacityTokens: 8192, numSaves: 4, numLoads: 2, hitTokens: on.cached[1]! + on.cached[2]! });
+});
+
+test('host tier with --cache-max-fraction 0: nothing idle stays in the pool, every later occurrence comes back from host memory', async () => {
+  const jobs: Job[] = [
+    { prompt: [...DOC, ...words(2, 40)], maxTokens: 24 },
+    { prompt: [...DOC, ...words(3, 30)], maxTokens: 24 },
+    { prompt: [...DOC, ...words(4, 50)], maxTokens: 24 },
+    { prompt: [1, ...words(5, 300)], maxTokens: 8 },
+  ];
+  // Retaining every prompt, the pool would keep each one and hit the document there.
+  const off = await serve({ scheduler: 'continuous' }, jobs);
+  const kept = await serve({ scheduler: 'continuous', hostTierTokens: 8192, cacheRetain: 'all' }, jobs);
+  const lean = await serve({ scheduler: 'continuous', hostTierTokens: 8192, cacheRetain: 'all', cacheMaxFraction: 0 }, jobs);
+  assert.deepEqual(lean.tokens, off.tokens, 'the same tokens as with neither');
+  assert.deepEqual(lean.poolNodes, [0, 0, 0, 0], 'the pool keeps no cached prefix once its request is gone');
+  assert.ok(kept.poolNodes.every((n) => n > 0), `without the cap the pool keeps them (${kept.poolNodes.join(', ')})`);
+  assert.equal((kept.host as { numLoads: number }).numLoads, 0, 'and hits them there');
+  assert.equal(lean.cached[0], 0);
+  assert.ok(lean.cached[1]! >= 592 && lean.cached[2]! >= 592, `cached tokens ${lean.cached.join(', ')}`);
+  assert.equal((lean.host as { numLoads: number }).numLoads, 2, 'both later occurrences placed back from host memory');
 });
 
 test('host tier: a conversation\'s next turn takes the last turn back whole; the superseded entry is dropped', async () => {

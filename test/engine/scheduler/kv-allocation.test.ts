@@ -98,6 +98,7 @@ test('property: random mixed workloads keep the allocation rule, the watermark a
     maxPreemptions: fc.integer({ min: 0, max: 2 }),
     prefixCache: fc.boolean(),
     hostTierTokens: fc.constantFrom(0, 0, 256, 2048),
+    cacheMaxFraction: fc.constantFrom(1, 1, 0.25, 0),
     seed: fc.integer({ min: 1, max: 1_000_000 }),
   });
   await fc.assert(
@@ -106,7 +107,7 @@ test('property: random mixed workloads keep the allocation rule, the watermark a
       const rand = prng(p.seed);
       const pick = (n: number): number => Math.floor(rand() * n);
       const runner = new MockRunner({ cost: { speed: 0 }, contextTokens: p.numCells, maxSequences: p.maxSequences, maxBatchTokens: 128 });
-      const config: SchedulerConfig = { scheduler: 'continuous', maxOutputTokens: 64, prefillChunkTokens: p.prefillChunkTokens, kvWatermark: p.kvWatermark, maxPreemptions: p.maxPreemptions, prefixCache: p.prefixCache, hostTierTokens: p.hostTierTokens };
+      const config: SchedulerConfig = { scheduler: 'continuous', maxOutputTokens: 64, prefillChunkTokens: p.prefillChunkTokens, kvWatermark: p.kvWatermark, maxPreemptions: p.maxPreemptions, prefixCache: p.prefixCache, hostTierTokens: p.hostTierTokens, cacheMaxFraction: p.cacheMaxFraction };
       const s = createScheduler(config, runner.info) as BatchScheduler;
       const watermark = Math.ceil(p.kvWatermark * (p.numCells / 16));
       const bases = [uniquePrompt(p.seed, 200), uniquePrompt(p.seed + 1, 100)];
