@@ -14,11 +14,13 @@
 # started from an artifact trained on this workload (--admission-artifact $ARTIFACT, calibrated on
 # CAL_TRACES when set; collect them with bench/admission/collect.sh, WORKLOAD=long, as docs/per-token.md shows);
 # headroom-overlap, headroom-admit with --overlap-dispatch on; headroom-lean, headroom-admit with
-# --cache-max-fraction 0 (nothing idle kept in the pool: idle prefixes wait in host memory only).
+# --cache-max-fraction 0 (nothing idle kept in the pool: idle prefixes wait in host memory only);
+# headroom-chunk, headroom-admit with --prefill-chunk $CHUNK (default 2048: as llama-server, a new
+# prompt goes in whole beside the decoding requests instead of 256 tokens a step).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 : "${MODEL:=models/tiny.gguf}" "${CTX:=16384}" "${PARALLEL:=8}" "${TOKENS_PER_WORD:=1.14}" "${SLO_MS:=4000}" "${DURATION_S:=40}"
-: "${MAX_OUTPUT:=512}" "${WORKLOAD:=long}" "${HOST_TOKENS:=65536}"
+: "${MAX_OUTPUT:=512}" "${WORKLOAD:=long}" "${HOST_TOKENS:=65536}" "${CHUNK:=2048}"
 export MODEL CTX PARALLEL TOKENS_PER_WORD SLO_MS DURATION_S MAX_OUTPUT WORKLOAD
 source bench/ladder/lib.sh
 : "${LLAMA_SERVER:?set LLAMA_SERVER to the llama-server binary (see bench/peer/README.md)}"
@@ -47,6 +49,7 @@ for seed in "${seeds[@]}"; do
         headroom-admit) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained --cache-host-tokens "$HOST_TOKENS" --slo-ms "$SLO_MS" "${admit[@]}" ;;
         headroom-overlap) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained --cache-host-tokens "$HOST_TOKENS" --slo-ms "$SLO_MS" "${admit[@]}" --overlap-dispatch on ;;
         headroom-lean) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained --cache-host-tokens "$HOST_TOKENS" --slo-ms "$SLO_MS" "${admit[@]}" --cache-max-fraction 0 ;;
+        headroom-chunk) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained --cache-host-tokens "$HOST_TOKENS" --slo-ms "$SLO_MS" "${admit[@]}" --prefill-chunk "$CHUNK" ;;
         llama-server) run_peer $port "$dir" "$rate" llama-server ;;
         *) echo "unknown config $cfg" >&2; exit 2 ;;
       esac
