@@ -15,6 +15,8 @@
 #   HEADROOM_MODEL_SHA256   if set, the model's sha256 must match or the container exits 1 before
 #                           serving (a mounted model that is not the one meant).
 #   HEADROOM_CGROUP_CPU_MAX where to read cgroup v2's cpu.max (default /sys/fs/cgroup/cpu.max).
+#   HEADROOM_GATEWAY_OLD_SPACE_MB  gateway mode: node's --initial-old-space-size (default 256; 0: node's
+#                           own default), so that full garbage collections come minutes apart.
 #
 # Every other option is the CLI's own environment (HEADROOM_<FLAG> for serve,
 # HEADROOM_GATEWAY_<FLAG> for gateway, HEADROOM_CONFIG / HEADROOM_GATEWAY_CONFIG for a YAML file),
@@ -87,6 +89,19 @@ case "$mode" in
     exec node "$app_root/bin/headroom.mjs" serve "$@"
     ;;
   gateway)
+    # The gateway's p99 was its own full garbage collections, one every few seconds while the old
+    # generation was small (docs/gateway.md); starting it at this size makes them minutes apart.
+    old_space=${HEADROOM_GATEWAY_OLD_SPACE_MB:-256}
+    case "$old_space" in
+      '' | *[!0-9]*)
+        say "error: HEADROOM_GATEWAY_OLD_SPACE_MB: expected a whole number of MB, got '$old_space'"
+        exit 1
+        ;;
+    esac
+    if [ "$old_space" -gt 0 ]; then
+      say "gateway mode (node --initial-old-space-size=${old_space})"
+      exec node "--initial-old-space-size=$old_space" "$app_root/bin/headroom.mjs" gateway "$@"
+    fi
     say 'gateway mode'
     exec node "$app_root/bin/headroom.mjs" gateway "$@"
     ;;

@@ -1,4 +1,4 @@
-// A preload for the gateway's process (overhead.ts --gateway-node-args='--import=bench/gateway/gc-preload.mjs'):
+// A preload for the gateway's process (overhead.ts --gateway-node-args='--import=./bench/gateway/gc-preload.mjs'):
 // once a second, one JSON line to $DIAG_OUT with the process's CPU time in that second, the event
 // loop's delay (p50, p99, max; a timer's lateness, so it includes GC pauses and time descheduled),
 // every GC pause in that second as [kind, ms] (1 scavenge, 2 minor mark-sweep, 4 mark-sweep-compact,

@@ -158,6 +158,16 @@ test('a model whose sha256 is not HEADROOM_MODEL_SHA256 stops the container with
   assert.doesNotMatch(p.output(), /"level"/, 'the server started');
 });
 
+test('gateway mode: a HEADROOM_GATEWAY_OLD_SPACE_MB that is not a whole number stops the container with exit 1 before node starts', async () => {
+  const p = entrypoint({ HEADROOM_MODE: 'gateway', HEADROOM_GATEWAY_OLD_SPACE_MB: '256MB' });
+  const timer = setTimeout(() => p.kill(), 30_000);
+  const { code } = await p.exited;
+  clearTimeout(timer);
+  assert.equal(code, 1, p.output());
+  assert.match(p.output(), /HEADROOM_GATEWAY_OLD_SPACE_MB: expected a whole number of MB, got '256MB'/);
+  assert.doesNotMatch(p.output(), /"level"/, 'the gateway started');
+});
+
 test('engine mode: the tiny model on one thread from the CPU limit, /ready, the HEALTHCHECK, then SIGTERM drains a running stream and exits 0', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'headroom-deploy-engine-'));
   const model = await ensureDefaultModel(DEFAULT_MODEL_PATH);
@@ -211,7 +221,10 @@ test('gateway mode: the entrypoint fronts an engine started the same way (upstre
     writeFileSync(config, `upstream:\n  - ${engineUrl}\nhealth-interval-ms: 200\n`);
     gateway = entrypoint({ HEADROOM_MODE: 'gateway', HEADROOM_GATEWAY_CONFIG: config });
     const url = (await gateway.waitFor(/gateway for headroom-mock on (http:\/\/[\d.:]+); ready/))[1]!;
-    assert.match(gateway.output(), /headroom-entrypoint: gateway mode/);
+    assert.match(gateway.output(), /headroom-entrypoint: gateway mode \(node --initial-old-space-size=256\)/);
+    // exec: the entrypoint's pid is node's, started with the flag.
+    const argv = readFileSync(`/proc/${gateway.proc.pid}/cmdline`, 'utf8').split('\0');
+    assert.ok(argv.includes('--initial-old-space-size=256'), `gateway argv: ${argv.join(' ')}`);
     assert.equal(runHealthcheck({ HEADROOM_GATEWAY_PORT: new URL(url).port }), 0, 'the HEALTHCHECK failed against a ready gateway');
     const res = await request(`${url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'headroom-mock', prompt: 'hello', max_tokens: 5 }) });
     assert.equal(res.statusCode, 200);
