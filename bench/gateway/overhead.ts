@@ -23,6 +23,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
+import { openLoop } from './open-loop.ts';
 
 const { values } = parseArgs({
   options: {
@@ -119,7 +120,6 @@ await waitFor(`http://127.0.0.1:${NGINX_PORT}/health`);
 
 const arms = { direct: stubUrl, gateway: `http://127.0.0.1:${GATEWAY_PORT}`, nginx: `http://127.0.0.1:${NGINX_PORT}` } as const;
 type Arm = keyof typeof arms;
-const body = JSON.stringify({ model: 'stub-model', stream: true, max_tokens: 4, messages: [{ role: 'user', content: 'How far is the river from the stone?' }] });
 
 interface RunResult {
   readonly ttftMs: number[];
@@ -131,42 +131,10 @@ interface RunResult {
 async function run(base: string, seconds: number): Promise<RunResult> {
   const pool = new Pool(base, { connections: CONNECTIONS, pipelining: 1 });
   const ttft: number[] = [];
-  let errors = 0;
   const total = Math.round(RATE * seconds);
-  const t0 = performance.now() + 20;
-  const inflight: Promise<void>[] = [];
-  let next = 0;
-  await new Promise<void>((done) => {
-    const tick = (): void => {
-      const now = performance.now();
-      while (next < total && t0 + (next * 1000) / RATE <= now) {
-        const intended = t0 + (next * 1000) / RATE;
-        const record = next >= RATE * WARMUP_S;
-        next++;
-        inflight.push(
-          (async () => {
-            try {
-              const res = await pool.request({ path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json' }, body });
-              let first = true;
-              for await (const chunk of res.body) {
-                if (first && (chunk as Buffer).includes('data:')) {
-                  first = false;
-                  if (record && res.statusCode === 200) ttft.push(performance.now() - intended);
-                }
-              }
-              if (res.statusCode !== 200) errors++;
-            } catch {
-              errors++;
-            }
-          })(),
-        );
-      }
-      if (next < total) setImmediate(tick);
-      else done();
-    };
-    tick();
+  const errors = await openLoop(pool, RATE, total, (i, ms) => {
+    if (i >= RATE * WARMUP_S) ttft.push(ms);
   });
-  await Promise.all(inflight);
   await pool.close();
   return { ttftMs: ttft, errors, sent: total };
 }

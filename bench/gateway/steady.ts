@@ -10,6 +10,7 @@ import type { ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
+import { openLoop } from './open-loop.ts';
 
 const { values } = parseArgs({ options: { rate: { type: 'string', default: '500' }, seconds: { type: 'string', default: '240' }, 'node-args': { type: 'string', default: '' } } });
 const RATE = Number(values.rate);
@@ -32,37 +33,11 @@ for (let i = 0; ; i++) {
 }
 
 const pool = new Pool(base, { connections: 64 });
-const body = JSON.stringify({ model: 'stub-model', stream: true, max_tokens: 4, messages: [{ role: 'user', content: 'How far is the river from the stone?' }] });
 const total = RATE * SECONDS;
 const ttft = new Array<number>(total).fill(NaN);
-const inflight: Promise<void>[] = [];
-let errors = 0;
-const t0 = performance.now() + 20;
-let next = 0;
-await new Promise<void>((done) => {
-  const tick = (): void => {
-    const now = performance.now();
-    while (next < total && t0 + (next * 1000) / RATE <= now) {
-      const i = next++;
-      const intended = t0 + (i * 1000) / RATE;
-      inflight.push(
-        (async () => {
-          try {
-            const res = await pool.request({ path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json' }, body });
-            for await (const chunk of res.body) if (Number.isNaN(ttft[i]!) && (chunk as Buffer).includes('data:')) ttft[i] = performance.now() - intended;
-            if (res.statusCode !== 200) errors++;
-          } catch {
-            errors++;
-          }
-        })(),
-      );
-    }
-    if (next < total) setImmediate(tick);
-    else done();
-  };
-  tick();
+const errors = await openLoop(pool, RATE, total, (i, ms) => {
+  ttft[i] = ms;
 });
-await Promise.all(inflight);
 await pool.close();
 const per = RATE * WINDOW_S;
 console.log(`${RATE} req/s for ${SECONDS} s, gateway node args: ${nodeArgs.join(' ') || '(none)'}; errors ${errors}`);

@@ -12,6 +12,13 @@ import type { Job } from '../../helpers/engine-driver.ts';
 
 const words = (seed: number, n: number): number[] => Array.from({ length: n }, (_, i) => 259 + ((seed * 7919 + i * 31 + ((i * i) % 13)) % 150));
 const DOC = [1, ...words(1, 600)];
+/** One document three times with different questions, then an unrelated prompt. */
+const DOC_JOBS: readonly Job[] = [
+  { prompt: [...DOC, ...words(2, 40)], maxTokens: 24 },
+  { prompt: [...DOC, ...words(3, 30)], maxTokens: 24 },
+  { prompt: [...DOC, ...words(4, 50)], maxTokens: 24 },
+  { prompt: [1, ...words(5, 300)], maxTokens: 8 },
+];
 
 async function serve(config: SchedulerConfig, jobs: readonly Job[]): Promise<{ tokens: number[][]; cached: number[]; host: unknown; poolNodes: number[] }> {
   const engine = makeEngine(new MockRunner({ cost: { speed: 0 }, contextTokens: 4096, maxSequences: 4, maxBatchTokens: 512 }), config);
@@ -31,12 +38,7 @@ async function serve(config: SchedulerConfig, jobs: readonly Job[]): Promise<{ t
 }
 
 test('host tier: a document\'s second occurrence is placed back, and every request generates what it does without the tier', async () => {
-  const jobs: Job[] = [
-    { prompt: [...DOC, ...words(2, 40)], maxTokens: 24 },
-    { prompt: [...DOC, ...words(3, 30)], maxTokens: 24 },
-    { prompt: [...DOC, ...words(4, 50)], maxTokens: 24 },
-    { prompt: [1, ...words(5, 300)], maxTokens: 8 },
-  ];
+  const jobs = DOC_JOBS;
   const off = await serve({ scheduler: 'continuous' }, jobs);
   const on = await serve({ scheduler: 'continuous', hostTierTokens: 8192 }, jobs);
   assert.deepEqual(on.tokens, off.tokens, 'the same tokens with and without the host tier');
@@ -51,12 +53,7 @@ test('host tier: a document\'s second occurrence is placed back, and every reque
 });
 
 test('host tier with --cache-max-fraction 0: nothing idle stays in the pool, every later occurrence comes back from host memory', async () => {
-  const jobs: Job[] = [
-    { prompt: [...DOC, ...words(2, 40)], maxTokens: 24 },
-    { prompt: [...DOC, ...words(3, 30)], maxTokens: 24 },
-    { prompt: [...DOC, ...words(4, 50)], maxTokens: 24 },
-    { prompt: [1, ...words(5, 300)], maxTokens: 8 },
-  ];
+  const jobs = DOC_JOBS;
   // Retaining every prompt, the pool would keep each one and hit the document there.
   const off = await serve({ scheduler: 'continuous' }, jobs);
   const kept = await serve({ scheduler: 'continuous', hostTierTokens: 8192, cacheRetain: 'all' }, jobs);
