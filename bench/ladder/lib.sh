@@ -43,6 +43,17 @@ start_headroom() {
   echo $!
 }
 
+# warm_start: sets the array `warm` to the flags that start Headroom's admission from an artifact
+# trained on the workload's traces (ARTIFACT), calibrated on held-out ones (CAL_TRACES); empty
+# without ARTIFACT (the online bound from a cold start).
+warm_start() {
+  warm=()
+  if [[ -n ${ARTIFACT:-} ]]; then
+    warm=(--admission-artifact "$ARTIFACT")
+    if [[ -n ${CAL_TRACES:-} ]]; then warm+=(--admission-calibration-traces "$CAL_TRACES"); fi
+  fi
+}
+
 # bench_open URL OUT RATE: one open-loop Poisson run of the chat workload into OUT
 # (records.parquet, schedule.parquet, meta.json, summary.json). A failed run is reported, not fatal.
 bench_open() {

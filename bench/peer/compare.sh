@@ -28,11 +28,7 @@ port=8321
 out=${OUT:-results/peer}
 read -r -a configs <<<"${CONFIGS:-headroom-r4 llama-server}"
 n=${#configs[@]}
-admit=()
-if [[ -n ${ARTIFACT:-} ]]; then
-  admit=(--admission-artifact "$ARTIFACT")
-  [[ -n ${CAL_TRACES:-} ]] && admit+=(--admission-calibration-traces "$CAL_TRACES")
-fi
+warm_start
 
 i=0
 for rate in "${rates[@]}"; do
@@ -42,7 +38,7 @@ for rate in "${rates[@]}"; do
     case $cfg in
       headroom-r4) run_peer $port "$dir" "$rate" headroom --scheduler continuous --kv paged --prefix-cache on ;;
       headroom-r4-df) run_peer $port "$dir" "$rate" headroom --scheduler continuous --kv paged --prefix-cache on --priority decode-first ;;
-      headroom-admit) run_peer $port "$dir" "$rate" headroom --scheduler continuous --kv paged --prefix-cache on --cache-host-tokens "$HOST_TOKENS" --slo-ms "$SLO_MS" "${admit[@]}" ;;
+      headroom-admit) run_peer $port "$dir" "$rate" headroom --scheduler continuous --kv paged --prefix-cache on --cache-host-tokens "$HOST_TOKENS" --slo-ms "$SLO_MS" "${warm[@]}" ;;
       *) run_peer $port "$dir" "$rate" llama-server ;;
     esac
     echo "rate $rate $cfg done ($(tr '\n' ' ' <"$dir/loadavg.txt"))"

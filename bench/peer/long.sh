@@ -30,11 +30,9 @@ out=${OUT:-results/per-token/peer-long}
 port=8321
 [[ -f $MODEL ]] || node bin/headroom.mjs model make --preset tiny --out "$MODEL"
 read -r -a configs <<<"${CONFIGS:-headroom llama-server}"
-admit=()
-if [[ -n ${ARTIFACT:-} ]]; then
-  admit=(--admission-artifact "$ARTIFACT")
-  [[ -n ${CAL_TRACES:-} ]] && admit+=(--admission-calibration-traces "$CAL_TRACES")
-fi
+warm_start
+# headroom-admit's flags, which the variants below add to.
+admit=(--ctx-beyond-trained --cache-host-tokens "$HOST_TOKENS" --slo-ms "$SLO_MS" "${warm[@]}")
 n=${#configs[@]}
 k=0
 for seed in "${seeds[@]}"; do
@@ -46,10 +44,10 @@ for seed in "${seeds[@]}"; do
       case $cfg in
         headroom) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained ;;
         headroom-host) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained --cache-host-tokens "$HOST_TOKENS" ;;
-        headroom-admit) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained --cache-host-tokens "$HOST_TOKENS" --slo-ms "$SLO_MS" "${admit[@]}" ;;
-        headroom-overlap) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained --cache-host-tokens "$HOST_TOKENS" --slo-ms "$SLO_MS" "${admit[@]}" --overlap-dispatch on ;;
-        headroom-lean) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained --cache-host-tokens "$HOST_TOKENS" --slo-ms "$SLO_MS" "${admit[@]}" --cache-max-fraction 0 ;;
-        headroom-chunk) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained --cache-host-tokens "$HOST_TOKENS" --slo-ms "$SLO_MS" "${admit[@]}" --prefill-chunk "$CHUNK" ;;
+        headroom-admit) run_peer $port "$dir" "$rate" headroom "${admit[@]}" ;;
+        headroom-overlap) run_peer $port "$dir" "$rate" headroom "${admit[@]}" --overlap-dispatch on ;;
+        headroom-lean) run_peer $port "$dir" "$rate" headroom "${admit[@]}" --cache-max-fraction 0 ;;
+        headroom-chunk) run_peer $port "$dir" "$rate" headroom "${admit[@]}" --prefill-chunk "$CHUNK" ;;
         llama-server) run_peer $port "$dir" "$rate" llama-server ;;
         *) echo "unknown config $cfg" >&2; exit 2 ;;
       esac

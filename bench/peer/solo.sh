@@ -18,11 +18,7 @@ source bench/ladder/lib.sh
 : "${LLAMA_SERVER:?set LLAMA_SERVER to the llama-server binary (see bench/peer/README.md)}"
 out=${OUT:-results/per-token/solo}
 port=8321
-admit=()
-if [[ -n ${ARTIFACT:-} ]]; then
-  admit=(--admission-artifact "$ARTIFACT")
-  [[ -n ${CAL_TRACES:-} ]] && admit+=(--admission-calibration-traces "$CAL_TRACES")
-fi
+warm_start
 solo() {
   node bin/headroom.mjs bench run --url "http://127.0.0.1:$port" --workload long --loop closed --concurrency 1 \
     --duration-s "$DURATION_S" --timeout-s 20 --seed "$SEED" --tokens-per-word "$TOKENS_PER_WORD" --slo "$SLO_MS" \
@@ -32,7 +28,7 @@ for round in $(seq 1 "$ROUNDS"); do
   dir=$out/round-$round
   mkdir -p "$dir/headroom" "$dir/llama-server"
   rm -rf "$dir/recording"
-  pid=$(start_headroom $port "$dir/headroom/server.log" --ctx-beyond-trained --cache-host-tokens "$HOST_TOKENS" --slo-ms "$SLO_MS" "${admit[@]}" --record "$dir/recording")
+  pid=$(start_headroom $port "$dir/headroom/server.log" --ctx-beyond-trained --cache-host-tokens "$HOST_TOKENS" --slo-ms "$SLO_MS" "${warm[@]}" --record "$dir/recording")
   if wait_ready "http://127.0.0.1:$port" /ready "$pid"; then solo "$dir/headroom"; fi
   stop_server "$pid"
   gzip -f "$dir"/recording/*/*.jsonl

@@ -62,6 +62,13 @@ export const int = (name: string, v: string): number => {
   return n;
 };
 
+/** A finite number that `ok` accepts, else a start-up error naming the flag and `expected`. */
+export const number = (name: string, v: string, ok: (n: number) => boolean, expected: string): number => {
+  const n = Number(v);
+  if (v.trim() === '' || !Number.isFinite(n) || !ok(n)) throw new StartupError(`--${name}: expected ${expected}, got '${v}'`);
+  return n;
+};
+
 export const nonNegativeInt = (name: string, v: string): number => {
   const n = int(name, v);
   if (n < 0) throw new StartupError(`--${name}: expected an integer ≥ 0, got '${v}'`);

@@ -13,7 +13,7 @@ import type { Gateway } from '../../gateway.ts';
 import { EXIT_CODES, StartupError, startupErrorLine } from '../startup-errors.ts';
 import { effectiveConfig, originNote } from '../config.ts';
 import { debugEnabled } from '../user-error.ts';
-import { addFlowOptions, addServerOptions, flowOption, int, keysOf, nonNegativeInt, onSignals, serverConfigOf } from './front-door.ts';
+import { addFlowOptions, addServerOptions, flowOption, int, keysOf, nonNegativeInt, number, onSignals, serverConfigOf } from './front-door.ts';
 import type { FlowFlags, ServerFlags } from './front-door.ts';
 import { addAdmissionOptions, admissionBase } from './admission-options.ts';
 import type { AdmissionFlags } from './admission-options.ts';
@@ -48,11 +48,6 @@ interface GatewayFlags extends ServerFlags, FlowFlags, AdmissionFlags {
   upstreamTlsVerify: 'on' | 'off';
 }
 
-const number = (name: string, v: string, ok: (n: number) => boolean, expected: string): number => {
-  const n = Number(v);
-  if (v.trim() === '' || !Number.isFinite(n) || !ok(n)) throw new StartupError(`--${name}: expected ${expected}, got '${v}'`);
-  return n;
-};
 const positiveInt = (name: string, v: string): number => {
   const n = int(name, v);
   if (n < 1) throw new StartupError(`--${name}: expected an integer ≥ 1, got '${v}'`);

@@ -20,7 +20,7 @@ import { DEFAULT_RECORDER_LIMITS, MIN_SEGMENT_BYTES } from '../../obs/recorder/r
 import type { EffectiveConfig } from '../config.ts';
 import { effectiveConfig, originNote } from '../config.ts';
 import { debugEnabled } from '../user-error.ts';
-import { addFlowOptions, addServerOptions, flowOption, int, keysOf, nonNegativeInt, onSignals, serverConfigOf } from './front-door.ts';
+import { addFlowOptions, addServerOptions, flowOption, int, keysOf, nonNegativeInt, number, onSignals, serverConfigOf } from './front-door.ts';
 import type { FlowFlags, ServerFlags } from './front-door.ts';
 import { addAdmissionOptions, admissionBase } from './admission-options.ts';
 import type { AdmissionFlags } from './admission-options.ts';
@@ -57,12 +57,6 @@ interface ServeFlags extends ServerFlags, FlowFlags, AdmissionFlags {
   recordMaxFiles: string;
   dashboardRuns?: string[];
 }
-
-const cacheFraction = (v: string): number => {
-  const n = Number(v);
-  if (v.trim() === '' || !(n >= 0 && n <= 1)) throw new StartupError(`--cache-max-fraction: expected a number in [0, 1], got '${v}'`);
-  return n;
-};
 
 const stepTarget = (v: string): number | 'auto' | 'off' => {
   if (v === 'auto' || v === 'off') return v;
@@ -179,7 +173,7 @@ async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> 
       priority: f.priority,
       staticBatchSize: int('static-batch', f.staticBatch),
       staticWaitMs: int('static-wait-ms', f.staticWaitMs),
-      cacheMaxFraction: cacheFraction(f.cacheMaxFraction),
+      cacheMaxFraction: number('cache-max-fraction', f.cacheMaxFraction, (n) => n >= 0 && n <= 1, 'a number in [0, 1]'),
       cacheRetain: f.cacheRetain,
       hostTierTokens: nonNegativeInt('cache-host-tokens', f.cacheHostTokens),
       kvWatermark: Number(f.kvWatermark),

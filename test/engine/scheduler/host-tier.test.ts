@@ -38,9 +38,8 @@ async function serve(config: SchedulerConfig, jobs: readonly Job[]): Promise<{ t
 }
 
 test('host tier: a document\'s second occurrence is placed back, and every request generates what it does without the tier', async () => {
-  const jobs = DOC_JOBS;
-  const off = await serve({ scheduler: 'continuous' }, jobs);
-  const on = await serve({ scheduler: 'continuous', hostTierTokens: 8192 }, jobs);
+  const off = await serve({ scheduler: 'continuous' }, DOC_JOBS);
+  const on = await serve({ scheduler: 'continuous', hostTierTokens: 8192 }, DOC_JOBS);
   assert.deepEqual(on.tokens, off.tokens, 'the same tokens with and without the host tier');
   // Without the tier the pool keeps a prompt only once it has been seen twice (the doorkeeper):
   // the second occurrence is computed again, the third hits.
@@ -53,11 +52,10 @@ test('host tier: a document\'s second occurrence is placed back, and every reque
 });
 
 test('host tier with --cache-max-fraction 0: nothing idle stays in the pool, every later occurrence comes back from host memory', async () => {
-  const jobs = DOC_JOBS;
   // Retaining every prompt, the pool would keep each one and hit the document there.
-  const off = await serve({ scheduler: 'continuous' }, jobs);
-  const kept = await serve({ scheduler: 'continuous', hostTierTokens: 8192, cacheRetain: 'all' }, jobs);
-  const lean = await serve({ scheduler: 'continuous', hostTierTokens: 8192, cacheRetain: 'all', cacheMaxFraction: 0 }, jobs);
+  const off = await serve({ scheduler: 'continuous' }, DOC_JOBS);
+  const kept = await serve({ scheduler: 'continuous', hostTierTokens: 8192, cacheRetain: 'all' }, DOC_JOBS);
+  const lean = await serve({ scheduler: 'continuous', hostTierTokens: 8192, cacheRetain: 'all', cacheMaxFraction: 0 }, DOC_JOBS);
   assert.deepEqual(lean.tokens, off.tokens, 'the same tokens as with neither');
   assert.deepEqual(lean.poolNodes, [0, 0, 0, 0], 'the pool keeps no cached prefix once its request is gone');
   assert.ok(kept.poolNodes.every((n) => n > 0), `without the cap the pool keeps them (${kept.poolNodes.join(', ')})`);
