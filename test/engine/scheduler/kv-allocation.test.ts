@@ -92,7 +92,8 @@ test('property: random mixed workloads keep the allocation rule, the watermark a
   const coverage = new Coverage(STATES);
   const run = fc.record({
     numCells: fc.constantFrom(256, 512, 1024),
-    maxSequences: fc.integer({ min: 2, max: 8 }),
+    // Few sequence ids make a step stop on them (cached prefixes hold ids too): drawn more often.
+    maxSequences: fc.constantFrom(2, 2, 3, 3, 4, 6, 8),
     prefillChunkTokens: fc.constantFrom(16, 64, 128),
     kvWatermark: fc.constantFrom(0, 0.01, 0.05),
     maxPreemptions: fc.integer({ min: 0, max: 2 }),
@@ -166,7 +167,8 @@ test('property: random mixed workloads keep the allocation rule, the watermark a
       }
       coverage.endRun();
     }),
-    propertyParams(60),
+    // One run known to stop on sequence ids, so reaching that state does not rest on the draw alone.
+    { ...propertyParams(60), examples: [[{ numCells: 512, maxSequences: 2, prefillChunkTokens: 64, kvWatermark: 0, maxPreemptions: 0, prefixCache: true, hostTierTokens: 0, cacheMaxFraction: 1, seed: 555377 }]] },
   );
   coverage.reportAndAssert('scheduler KV allocation', 5000);
 });
