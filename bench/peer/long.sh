@@ -16,11 +16,13 @@
 # headroom-overlap, headroom-admit with --overlap-dispatch on; headroom-lean, headroom-admit with
 # --cache-max-fraction 0 (nothing idle kept in the pool: idle prefixes wait in host memory only);
 # headroom-chunk, headroom-admit with --prefill-chunk $CHUNK (default 2048: as llama-server, a new
-# prompt goes in whole beside the decoding requests instead of 256 tokens a step).
+# prompt goes in whole beside the decoding requests instead of 256 tokens a step); headroom-inline,
+# headroom-lean with --inline-step-ms $INLINE_MS (default 5: steps that short run on the event-loop
+# thread, without the two thread hand-offs).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 : "${MODEL:=models/tiny.gguf}" "${CTX:=16384}" "${PARALLEL:=8}" "${TOKENS_PER_WORD:=1.14}" "${SLO_MS:=4000}" "${DURATION_S:=40}"
-: "${MAX_OUTPUT:=512}" "${WORKLOAD:=long}" "${HOST_TOKENS:=65536}" "${CHUNK:=2048}"
+: "${MAX_OUTPUT:=512}" "${WORKLOAD:=long}" "${HOST_TOKENS:=65536}" "${CHUNK:=2048}" "${INLINE_MS:=5}"
 export MODEL CTX PARALLEL TOKENS_PER_WORD SLO_MS DURATION_S MAX_OUTPUT WORKLOAD
 source bench/ladder/lib.sh
 : "${LLAMA_SERVER:?set LLAMA_SERVER to the llama-server binary (see bench/peer/README.md)}"
@@ -47,6 +49,7 @@ for seed in "${seeds[@]}"; do
         headroom-admit) run_peer $port "$dir" "$rate" headroom "${admit[@]}" ;;
         headroom-overlap) run_peer $port "$dir" "$rate" headroom "${admit[@]}" --overlap-dispatch on ;;
         headroom-lean) run_peer $port "$dir" "$rate" headroom "${admit[@]}" --cache-max-fraction 0 ;;
+        headroom-inline) run_peer $port "$dir" "$rate" headroom "${admit[@]}" --cache-max-fraction 0 --inline-step-ms "$INLINE_MS" ;;
         headroom-chunk) run_peer $port "$dir" "$rate" headroom "${admit[@]}" --prefill-chunk "$CHUNK" ;;
         llama-server) run_peer $port "$dir" "$rate" llama-server ;;
         *) echo "unknown config $cfg" >&2; exit 2 ;;

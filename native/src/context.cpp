@@ -56,6 +56,7 @@ Napi::Function HeadroomLlama::Init(Napi::Env env) {
   return DefineClass(env, "HeadroomLlama",
                      {
                          InstanceMethod<&HeadroomLlama::Decode>("decode"),
+                         InstanceMethod<&HeadroomLlama::DecodeSync>("decodeSync"),
                          InstanceMethod<&HeadroomLlama::SetSampler>("setSampler"),
                          InstanceMethod<&HeadroomLlama::CheckGrammar>("checkGrammar"),
                          InstanceMethod<&HeadroomLlama::SeqCopy>("seqCopy"),
@@ -204,34 +205,53 @@ llama_sampler* HeadroomLlama::samplerFor(int32_t seq) {
   return s;
 }
 
-// decode(tokens: Int32Array, pos: Int32Array, seq: Int32Array, sample: Uint8Array) -> Promise<DecodeResult>
-Napi::Value HeadroomLlama::Decode(const Napi::CallbackInfo& info) {
+// The rows of a decode call, checked: (tokens: Int32Array, pos: Int32Array, seq: Int32Array, sample: Uint8Array).
+DecodeStep HeadroomLlama::decodeRows(const Napi::CallbackInfo& info, const char* what) {
   Napi::Env env = info.Env();
-  checkUsable(env, "decode");
+  checkUsable(env, what);
   if (info.Length() < 4 || !info[0].IsTypedArray() || !info[1].IsTypedArray() || !info[2].IsTypedArray() ||
       !info[3].IsTypedArray())
-    throw Napi::TypeError::New(env, "decode: expected (Int32Array tokens, Int32Array pos, Int32Array seq, Uint8Array sample)");
+    throw Napi::TypeError::New(env, std::string(what) + ": expected (Int32Array tokens, Int32Array pos, Int32Array seq, Uint8Array sample)");
   const Napi::Int32Array tok = info[0].As<Napi::Int32Array>();
   const Napi::Int32Array pos = info[1].As<Napi::Int32Array>();
   const Napi::Int32Array seq = info[2].As<Napi::Int32Array>();
   const Napi::Uint8Array smp = info[3].As<Napi::Uint8Array>();
   const size_t n = tok.ElementLength();
   if (pos.ElementLength() != n || seq.ElementLength() != n || smp.ElementLength() != n)
-    throw Napi::RangeError::New(env, "decode: the four row arrays must have the same length");
+    throw Napi::RangeError::New(env, std::string(what) + ": the four row arrays must have the same length");
   if (n == 0 || n > nBatch_)
-    throw Napi::RangeError::New(env, "decode: expected 1.." + std::to_string(nBatch_) + " rows, got " + std::to_string(n));
+    throw Napi::RangeError::New(env, std::string(what) + ": expected 1.." + std::to_string(nBatch_) + " rows, got " + std::to_string(n));
   const int32_t nVocab = llama_vocab_n_tokens(vocab_);
   for (size_t i = 0; i < n; i++) {
     checkSeq(env, seq[i]);
-    if (tok[i] < 0 || tok[i] >= nVocab) throw Napi::RangeError::New(env, "decode: token id " + std::to_string(tok[i]) + " out of range");
+    if (tok[i] < 0 || tok[i] >= nVocab) throw Napi::RangeError::New(env, std::string(what) + ": token id " + std::to_string(tok[i]) + " out of range");
   }
-  auto* w = new DecodeWorker(env, this, Napi::Persistent(Value()), std::vector<int32_t>(tok.Data(), tok.Data() + n),
-                             std::vector<int32_t>(pos.Data(), pos.Data() + n), std::vector<int32_t>(seq.Data(), seq.Data() + n),
-                             std::vector<uint8_t>(smp.Data(), smp.Data() + n));
+  DecodeStep step;
+  step.tokens.assign(tok.Data(), tok.Data() + n);
+  step.pos.assign(pos.Data(), pos.Data() + n);
+  step.seq.assign(seq.Data(), seq.Data() + n);
+  step.sample.assign(smp.Data(), smp.Data() + n);
+  return step;
+}
+
+// decode(tokens, pos, seq, sample) -> Promise<DecodeResult>: the step runs on a libuv pool thread.
+Napi::Value HeadroomLlama::Decode(const Napi::CallbackInfo& info) {
+  DecodeStep step = decodeRows(info, "decode");
+  auto* w = new DecodeWorker(info.Env(), this, Napi::Persistent(Value()), std::move(step));
   Napi::Promise p = w->Promise();
   busy_ = true;
   w->Queue();
   return p;
+}
+
+// decodeSync(tokens, pos, seq, sample) -> DecodeResult: the step runs here, on the JS thread, which
+// it blocks until done; ggml's pool threads join it as for any other caller.
+Napi::Value HeadroomLlama::DecodeSync(const Napi::CallbackInfo& info) {
+  DecodeStep step = decodeRows(info, "decodeSync");
+  busy_ = true;
+  step.Run(this);
+  busy_ = false;
+  return step.ToJs(info.Env());
 }
 
 namespace {

@@ -26,6 +26,7 @@
 #include <memory>
 #include <vector>
 
+#include "decode_worker.h"
 #include "fast_tokenizer.h"
 #include "llama.h"
 
@@ -35,7 +36,7 @@ class HeadroomLlama : public Napi::ObjectWrap<HeadroomLlama> {
   explicit HeadroomLlama(const Napi::CallbackInfo& info);
   ~HeadroomLlama() override;
 
-  // Used by DecodeWorker (runs on a libuv worker thread).
+  // Used by DecodeStep::Run (on a libuv pool thread, or the JS thread for decodeSync).
   llama_context* ctx() const { return ctx_; }
   llama_batch& batch() { return batch_; }
   llama_sampler* samplerFor(int32_t seq);
@@ -47,6 +48,8 @@ class HeadroomLlama : public Napi::ObjectWrap<HeadroomLlama> {
 
  private:
   Napi::Value Decode(const Napi::CallbackInfo& info);
+  Napi::Value DecodeSync(const Napi::CallbackInfo& info);
+  DecodeStep decodeRows(const Napi::CallbackInfo& info, const char* what);
   Napi::Value SetSampler(const Napi::CallbackInfo& info);
   Napi::Value CheckGrammar(const Napi::CallbackInfo& info);
   Napi::Value SeqCopy(const Napi::CallbackInfo& info);

@@ -44,94 +44,98 @@ std::vector<std::pair<float, int32_t>> topK(const float* logits, int32_t n, int3
 }
 }  // namespace
 
-DecodeWorker::DecodeWorker(Napi::Env env, HeadroomLlama* owner, Napi::ObjectReference ownerRef,
-                           std::vector<int32_t> tokens, std::vector<int32_t> pos, std::vector<int32_t> seq,
-                           std::vector<uint8_t> sample)
-    : Napi::AsyncWorker(env),
-      owner_(owner),
-      ownerRef_(std::move(ownerRef)),
-      deferred_(Napi::Promise::Deferred::New(env)),
-      tokens_(std::move(tokens)),
-      pos_(std::move(pos)),
-      seq_(std::move(seq)),
-      sample_(std::move(sample)) {}
-
-void DecodeWorker::Execute() {
+void DecodeStep::Run(HeadroomLlama* owner) {
   const auto t0 = std::chrono::steady_clock::now();
-  llama_batch& b = owner_->batch();
-  const int32_t n = static_cast<int32_t>(tokens_.size());
+  queueUs = std::chrono::duration<double, std::micro>(t0 - created).count();
+  llama_batch& b = owner->batch();
+  const int32_t n = static_cast<int32_t>(tokens.size());
   for (int32_t i = 0; i < n; i++) {
-    b.token[i] = tokens_[i];
-    b.pos[i] = pos_[i];
+    b.token[i] = tokens[i];
+    b.pos[i] = pos[i];
     b.n_seq_id[i] = 1;
-    b.seq_id[i][0] = seq_[i];
-    b.logits[i] = sample_[i] ? 1 : 0;
+    b.seq_id[i][0] = seq[i];
+    b.logits[i] = sample[i] ? 1 : 0;
   }
   b.n_tokens = n;
 
   const auto td = std::chrono::steady_clock::now();
-  status_ = llama_decode(owner_->ctx(), b);
-  decodeUs_ = usSince(td);
+  status = llama_decode(owner->ctx(), b);
+  decodeUs = usSince(td);
 
-  if (status_ == 0) {
+  if (status == 0) {
     const auto ts = std::chrono::steady_clock::now();
-    const int32_t nVocab = llama_vocab_n_tokens(owner_->vocab());
+    const int32_t nVocab = llama_vocab_n_tokens(owner->vocab());
     try {
       for (int32_t i = 0; i < n; i++) {
-        if (!sample_[i]) continue;
-        llama_sampler* s = owner_->samplerFor(seq_[i]);
-        const llama_token tok = llama_sampler_sample(s, owner_->ctx(), i);
-        sampled_.push_back(tok);
-        const int32_t k = owner_->logprobsFor(seq_[i]);
+        if (!sample[i]) continue;
+        llama_sampler* s = owner->samplerFor(seq[i]);
+        const llama_token tok = llama_sampler_sample(s, owner->ctx(), i);
+        sampled.push_back(tok);
+        const int32_t k = owner->logprobsFor(seq[i]);
         if (k < 0) {
-          chosenLogprob_.push_back(std::numeric_limits<float>::quiet_NaN());
-          numTop_.push_back(0);
+          chosenLogprob.push_back(std::numeric_limits<float>::quiet_NaN());
+          numTop.push_back(0);
           continue;
         }
-        const float* logits = llama_get_logits_ith(owner_->ctx(), i);
+        const float* logits = llama_get_logits_ith(owner->ctx(), i);
         const double lse = logSumExp(logits, nVocab);
-        chosenLogprob_.push_back(static_cast<float>(logits[tok] - lse));
+        chosenLogprob.push_back(static_cast<float>(logits[tok] - lse));
         const auto top = topK(logits, nVocab, k);
-        numTop_.push_back(static_cast<int32_t>(top.size()));
+        numTop.push_back(static_cast<int32_t>(top.size()));
         for (const auto& [logit, id] : top) {
-          topIds_.push_back(id);
-          topLogprobs_.push_back(static_cast<float>(logit - lse));
+          topIds.push_back(id);
+          topLogprobs.push_back(static_cast<float>(logit - lse));
         }
       }
     } catch (const std::exception& e) {
-      status_ = 3;
-      sampleError_ = e.what();
+      status = 3;
+      sampleError = e.what();
     }
-    sampleUs_ = usSince(ts);
+    sampleUs = usSince(ts);
   }
-  totalUs_ = usSince(t0);
+  totalUs = usSince(t0);
+  ended = std::chrono::steady_clock::now();
 }
 
-void DecodeWorker::OnOK() {
-  Napi::Env env = Env();
-  owner_->setBusy(false);
+namespace {
+template <typename TA, typename T>
+TA typedArray(Napi::Env env, const std::vector<T>& v) {
+  TA a = TA::New(env, v.size());
+  for (size_t i = 0; i < v.size(); i++) a[i] = v[i];
+  return a;
+}
+}  // namespace
+
+Napi::Object DecodeStep::ToJs(Napi::Env env) const {
   Napi::Object out = Napi::Object::New(env);
-  out.Set("status", Napi::Number::New(env, status_));
-  Napi::Int32Array sampled = Napi::Int32Array::New(env, sampled_.size());
-  for (size_t i = 0; i < sampled_.size(); i++) sampled[i] = sampled_[i];
-  out.Set("sampled", sampled);
-  Napi::Float32Array chosen = Napi::Float32Array::New(env, chosenLogprob_.size());
-  for (size_t i = 0; i < chosenLogprob_.size(); i++) chosen[i] = chosenLogprob_[i];
-  out.Set("chosenLogprob", chosen);
-  Napi::Int32Array numTop = Napi::Int32Array::New(env, numTop_.size());
-  for (size_t i = 0; i < numTop_.size(); i++) numTop[i] = numTop_[i];
-  out.Set("numTop", numTop);
-  Napi::Int32Array topIds = Napi::Int32Array::New(env, topIds_.size());
-  for (size_t i = 0; i < topIds_.size(); i++) topIds[i] = topIds_[i];
-  out.Set("topIds", topIds);
-  Napi::Float32Array topLogprobs = Napi::Float32Array::New(env, topLogprobs_.size());
-  for (size_t i = 0; i < topLogprobs_.size(); i++) topLogprobs[i] = topLogprobs_[i];
-  out.Set("topLogprobs", topLogprobs);
-  if (!sampleError_.empty()) out.Set("message", Napi::String::New(env, sampleError_));
-  out.Set("decodeUs", Napi::Number::New(env, decodeUs_));
-  out.Set("sampleUs", Napi::Number::New(env, sampleUs_));
-  out.Set("workerUs", Napi::Number::New(env, totalUs_));
-  deferred_.Resolve(out);
+  out.Set("status", Napi::Number::New(env, status));
+  out.Set("sampled", typedArray<Napi::Int32Array>(env, sampled));
+  out.Set("chosenLogprob", typedArray<Napi::Float32Array>(env, chosenLogprob));
+  out.Set("numTop", typedArray<Napi::Int32Array>(env, numTop));
+  out.Set("topIds", typedArray<Napi::Int32Array>(env, topIds));
+  out.Set("topLogprobs", typedArray<Napi::Float32Array>(env, topLogprobs));
+  if (!sampleError.empty()) out.Set("message", Napi::String::New(env, sampleError));
+  out.Set("decodeUs", Napi::Number::New(env, decodeUs));
+  out.Set("sampleUs", Napi::Number::New(env, sampleUs));
+  out.Set("workerUs", Napi::Number::New(env, totalUs));
+  out.Set("queueUs", Napi::Number::New(env, queueUs));
+  out.Set("returnUs", Napi::Number::New(env, returnUs));
+  return out;
+}
+
+DecodeWorker::DecodeWorker(Napi::Env env, HeadroomLlama* owner, Napi::ObjectReference ownerRef, DecodeStep step)
+    : Napi::AsyncWorker(env),
+      owner_(owner),
+      ownerRef_(std::move(ownerRef)),
+      deferred_(Napi::Promise::Deferred::New(env)),
+      step_(std::move(step)) {}
+
+void DecodeWorker::Execute() { step_.Run(owner_); }
+
+void DecodeWorker::OnOK() {
+  step_.returnUs = usSince(step_.ended);
+  owner_->setBusy(false);
+  deferred_.Resolve(step_.ToJs(Env()));
 }
 
 void DecodeWorker::OnError(const Napi::Error& e) {

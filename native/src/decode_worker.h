@@ -1,4 +1,6 @@
-// DecodeWorker: one llama_decode plus native sampling, off the JS thread (an N-API AsyncWorker).
+// One llama_decode plus native sampling, either off the JS thread (DecodeWorker, an N-API
+// AsyncWorker on a libuv pool thread) or on it (HeadroomLlama::DecodeSync, for steps so short that
+// the two thread hand-offs around them cost a measurable share: docs/per-token.md §10).
 //
 // For a sequence that asked for log-probabilities, each sampled row also yields the chosen token's
 // log-probability and its top-k alternatives, from a log-softmax of the raw logits (before any
@@ -8,17 +10,44 @@
 
 #include <napi.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 class HeadroomLlama;
 
+// A step's rows (column-wise: tokens[i], pos[i], seq[i], sample[i] describe batch row i) and what
+// running it produced. Run() touches no JS value, so it may run on any thread; ToJs() on the JS one.
+struct DecodeStep {
+  std::vector<int32_t> tokens, pos, seq;
+  std::vector<uint8_t> sample;
+  std::vector<int32_t> sampled;
+  // Per sampled row: chosen log-probability (NaN when not asked for) and how many alternatives
+  // follow in topIds/topLogprobs (flattened, in row order, most probable first).
+  std::vector<float> chosenLogprob;
+  std::vector<int32_t> numTop;
+  std::vector<int32_t> topIds;
+  std::vector<float> topLogprobs;
+  std::string sampleError;
+  int32_t status = 0;
+  double decodeUs = 0;  // llama_decode alone
+  double sampleUs = 0;  // sampling all flagged rows
+  double totalUs = 0;   // Run() from start to end (batch fill + decode + sampling)
+  // From the JS call to Run() starting (0 on the JS thread), and from Run() ending to the result
+  // reaching the JS thread (0 there): the thread hand-offs.
+  double queueUs = 0;
+  double returnUs = 0;
+  std::chrono::steady_clock::time_point created = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point ended;
+
+  void Run(HeadroomLlama* owner);
+  Napi::Object ToJs(Napi::Env env) const;
+};
+
 class DecodeWorker : public Napi::AsyncWorker {
  public:
-  // rows are column-wise: tokens[i], pos[i], seq[i], sample[i] describe batch row i.
-  DecodeWorker(Napi::Env env, HeadroomLlama* owner, Napi::ObjectReference ownerRef, std::vector<int32_t> tokens,
-               std::vector<int32_t> pos, std::vector<int32_t> seq, std::vector<uint8_t> sample);
+  DecodeWorker(Napi::Env env, HeadroomLlama* owner, Napi::ObjectReference ownerRef, DecodeStep step);
   Napi::Promise Promise() { return deferred_.Promise(); }
 
  protected:
@@ -30,18 +59,5 @@ class DecodeWorker : public Napi::AsyncWorker {
   HeadroomLlama* owner_;
   Napi::ObjectReference ownerRef_;  // keeps the JS object (and the context) alive while we run
   Napi::Promise::Deferred deferred_;
-  std::vector<int32_t> tokens_, pos_, seq_;
-  std::vector<uint8_t> sample_;
-  std::vector<int32_t> sampled_;
-  // Per sampled row: chosen log-probability (NaN when not asked for) and how many alternatives
-  // follow in topIds_/topLogprobs_ (flattened, in row order, most probable first).
-  std::vector<float> chosenLogprob_;
-  std::vector<int32_t> numTop_;
-  std::vector<int32_t> topIds_;
-  std::vector<float> topLogprobs_;
-  std::string sampleError_;
-  int32_t status_ = 0;
-  double decodeUs_ = 0;  // C++-side wall time of llama_decode
-  double sampleUs_ = 0;  // C++-side wall time of sampling all flagged rows
-  double totalUs_ = 0;   // Execute() from start to end (batch fill + decode + sampling)
+  DecodeStep step_;
 };

@@ -300,6 +300,9 @@ export class Engine {
     while (this.#running) {
       try {
         await this.#step();
+        // A step the runner ran on this thread never let the event loop in: sockets and timers
+        // get their turn between any two steps.
+        await new Promise<void>((resolve) => setImmediate(resolve));
       } catch (e) {
         this.#fail(e instanceof Error ? e : new Error(String(e)));
         return;

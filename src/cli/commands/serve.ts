@@ -29,6 +29,7 @@ interface ServeFlags extends ServerFlags, FlowFlags, AdmissionFlags {
   runner: 'llama' | 'mock';
   model?: string;
   threads: string;
+  inlineStepMs: string;
   ctx?: string;
   ctxBeyondTrained: boolean;
   parallel: string;
@@ -86,6 +87,7 @@ export function registerServeCommand(program: Command): void {
     .addOption(new Option('--runner <runner>', 'model runner').choices(['llama', 'mock']).default('llama'))
     .option('--model <file>', 'GGUF model to serve (default: the generated tiny model)')
     .option('--threads <n>', 'llama.cpp threads', '2')
+    .option('--inline-step-ms <ms>', 'llama: run a step on the event-loop thread when steps of its size lately took at most this long, saving two thread hand-offs a step (0: every step on a pool thread)', '0')
     .option('--ctx <cells>', "KV cells in the unified pool (default: the model's trained context, at most 8192; mock: 8192)")
     .option('--ctx-beyond-trained', "allow --ctx above the model's trained context (GGUF llama.context_length)", false)
     .option('--parallel <n>', 'sequence ids (most requests running at once)', '16')
@@ -140,6 +142,7 @@ async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> 
     runner: f.runner,
     ...(f.model === undefined ? {} : { modelPath: f.model }),
     threads: int('threads', f.threads),
+    inlineStepMs: number('inline-step-ms', f.inlineStepMs, (n) => n >= 0, 'a number of ms ≥ 0'),
     ...(f.ctx === undefined ? {} : { contextTokens: int('ctx', f.ctx) }),
     contextBeyondTrained: f.ctxBeyondTrained,
     maxSequences: int('parallel', f.parallel),

@@ -9,6 +9,8 @@ export interface RunnerConfig {
   /** GGUF file; default: the generated tiny model. */
   readonly modelPath?: string;
   readonly threads: number;
+  /** llama: run steps this short (ms) on the JS thread (LlamaRunnerOptions.inlineStepMs); default 0, never. */
+  readonly inlineStepMs?: number;
   /** KV cells; undefined: the model's trained context (llama, at most 8192) or 8192 (mock). */
   readonly contextTokens?: number;
   /** llama: allow contextTokens above the model's trained context. */
@@ -33,6 +35,7 @@ export async function createRunner(c: RunnerConfig): Promise<Runner> {
   return new LlamaRunner({
     modelPath,
     threads: c.threads,
+    ...(c.inlineStepMs === undefined ? {} : { inlineStepMs: c.inlineStepMs }),
     ...(c.contextTokens === undefined ? {} : { contextTokens: c.contextTokens }),
     contextBeyondTrained: c.contextBeyondTrained === true,
     maxSequences: c.maxSequences,

@@ -9,8 +9,8 @@ import { fileURLToPath } from 'node:url';
 const require = createRequire(import.meta.url);
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..');
 
-/** The addon's interface version (native/src/addon.cpp): 3 added the sampler config object, checkGrammar and log-probabilities. */
-export const ADDON_ABI_VERSION = 3;
+/** The addon's interface version (native/src/addon.cpp): 3 added the sampler config object, checkGrammar and log-probabilities; 4 decodeSync and the hand-off times. */
+export const ADDON_ABI_VERSION = 4;
 
 /** Where `npm install` (scripts/build-native.mjs) puts the addon. */
 export const DEFAULT_ADDON_PATH = join(repoRoot, 'native', 'build', 'Release', 'headroom_llama.node');
@@ -84,6 +84,10 @@ export interface AddonDecodeResult {
   readonly sampleUs: number;
   /** Wall time of the whole worker body (batch fill + decode + sampling). */
   readonly workerUs: number;
+  /** From the call to the worker body starting on a pool thread (≈ 0 for decodeSync). */
+  readonly queueUs: number;
+  /** From the worker body ending to the result reaching the JS thread (0 for decodeSync). */
+  readonly returnUs: number;
 }
 
 export interface AddonContextInfo {
@@ -124,6 +128,8 @@ export interface AddonTokenizeResult {
 export interface AddonContext {
   /** Rows are column-wise: row i is (tokens[i], pos[i], seq[i], sample[i] != 0). Runs off the JS thread. */
   decode(tokens: Int32Array, pos: Int32Array, seq: Int32Array, sample: Uint8Array): Promise<AddonDecodeResult>;
+  /** The same step on the JS thread, which it blocks until done: no thread hand-off either way. */
+  decodeSync(tokens: Int32Array, pos: Int32Array, seq: Int32Array, sample: Uint8Array): AddonDecodeResult;
   /**
    * A fresh sampler chain for `seq` (order in native/src/context.cpp SetSampler); false when the
    * grammar does not parse or does not accept the history (the sequence then samples greedily).

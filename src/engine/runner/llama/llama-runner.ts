@@ -38,6 +38,14 @@ export interface LlamaRunnerOptions {
   readonly threadPool?: boolean;
   /** The pool's polling level between steps, 0–100 (default: ggml's 50). */
   readonly threadPoll?: number;
+  /**
+   * Run a step on the JS thread, blocking it, when the last steps with as many rows took at most
+   * this long (ms; default 0: never, every step on a libuv pool thread). Saves the two thread
+   * hand-offs around a step (~0.1–0.2 ms on a busy 2-core host) for short decode steps; the event
+   * loop waits for such a step instead of serving sockets meanwhile. Steps of more rows than
+   * sequences always run off the JS thread.
+   */
+  readonly inlineStepMs?: number;
   /** Addon path (default native/build/Release/headroom_llama.node); tests point it elsewhere. */
   readonly addonPath?: string;
   /** Pass all llama.cpp logs through (default: warnings and errors only). */
@@ -55,6 +63,11 @@ export interface StepTiming {
   readonly workerUs: number;
   /** execute() from call to result, KV ops and row packing included (JS). */
   readonly executeMs: number;
+  /** The thread hand-offs (C++): call to the worker body starting, its end to the result on the JS thread (both ≈ 0 inline). */
+  readonly queueUs: number;
+  readonly returnUs: number;
+  /** The step ran on the JS thread (inlineStepMs). */
+  readonly inline: boolean;
 }
 
 /** The context asked for is longer than the model was trained on (its positions past that are untrained). */
@@ -132,6 +145,9 @@ export class LlamaRunner implements Runner {
   #inflight: Promise<AddonDecodeResult> | null = null;
   #closed = false;
   #lastTiming: StepTiming | null = null;
+  readonly #inlineStepMs: number;
+  /** Per row count (index), a running average of the worker body's ms, or -1 before one ran. */
+  readonly #stepMsByRows: Float64Array;
 
   constructor(opts: LlamaRunnerOptions) {
     const threads = positiveInt('threads', opts.threads, 2, 256);
@@ -139,6 +155,10 @@ export class LlamaRunner implements Runner {
     const microBatchTokens = positiveInt('microBatchTokens', opts.microBatchTokens, maxBatchTokens, maxBatchTokens);
     const maxSequences = positiveInt('maxSequences', opts.maxSequences, 32, 256);
     const contextTokens = opts.contextTokens === undefined ? 0 : positiveInt('contextTokens', opts.contextTokens, 0);
+    const inlineStepMs = opts.inlineStepMs ?? 0;
+    if (!(Number.isFinite(inlineStepMs) && inlineStepMs >= 0)) throw new Error(`inlineStepMs: expected a number ≥ 0, got ${inlineStepMs}`);
+    this.#inlineStepMs = inlineStepMs;
+    this.#stepMsByRows = new Float64Array(maxSequences + 1).fill(-1);
     const addon = loadLlamaAddon(opts.addonPath);
     this.#ctx = openContext(addon, {
       modelPath: opts.modelPath,
@@ -231,12 +251,22 @@ export class LlamaRunner implements Runner {
       }
       if (item.sample) sample[row - 1] = 1;
     }
-    this.#inflight = this.#ctx.decode(tokens, pos, seq, sample);
+    const inline = this.#runsInline(numRows);
     let res: AddonDecodeResult;
-    try {
-      res = await this.#inflight;
-    } finally {
-      this.#inflight = null;
+    if (inline) {
+      res = this.#ctx.decodeSync(tokens, pos, seq, sample);
+    } else {
+      this.#inflight = this.#ctx.decode(tokens, pos, seq, sample);
+      try {
+        res = await this.#inflight;
+      } finally {
+        this.#inflight = null;
+      }
+    }
+    if (numRows < this.#stepMsByRows.length) {
+      const ms = res.workerUs / 1000;
+      const last = this.#stepMsByRows[numRows]!;
+      this.#stepMsByRows[numRows] = last < 0 ? ms : last + 0.2 * (ms - last);
     }
     this.#lastTiming = {
       rows: numRows,
@@ -244,6 +274,9 @@ export class LlamaRunner implements Runner {
       sampleUs: res.sampleUs,
       workerUs: res.workerUs,
       executeMs: performance.now() - t0,
+      queueUs: res.queueUs,
+      returnUs: res.returnUs,
+      inline,
     };
     if (res.status === 1) {
       return { ok: false, reason: 'no_kv_slot', message: `llama.cpp found no KV slot for a batch of ${numRows} tokens` };
@@ -258,6 +291,13 @@ export class LlamaRunner implements Runner {
     const sampled = plan.items.map((item) => (item.sample ? res.sampled[k++]! : null));
     const logprobs = res.topIds.length > 0 || res.chosenLogprob.some((v) => !Number.isNaN(v)) ? unpackLogprobs(plan, res) : null;
     return { ok: true, sampled, ...(logprobs === null ? {} : { logprobs }), computeMs: res.decodeUs / 1000 };
+  }
+
+  /** A step of `numRows` rows runs on the JS thread when such steps have lately taken at most inlineStepMs. */
+  #runsInline(numRows: number): boolean {
+    if (this.#inlineStepMs === 0 || numRows >= this.#stepMsByRows.length) return false;
+    const ms = this.#stepMsByRows[numRows]!;
+    return ms >= 0 && ms <= this.#inlineStepMs;
   }
 
   async close(): Promise<void> {
