@@ -8,7 +8,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const root = process.argv[2] ?? 'results/per-token/peer-long';
-const KNOWN = ['headroom', 'headroom-host', 'headroom-admit', 'headroom-overlap', 'headroom-lean', 'headroom-chunk', 'llama-server'];
+const KNOWN = ['headroom', 'headroom-host', 'headroom-admit', 'headroom-overlap', 'headroom-lean', 'headroom-chunk', 'headroom-inline', 'headroom-pool', 'llama-server'];
 type Metric = 'median_ttft_ms' | 'median_itl_ms' | 'median_e2el_ms' | 'p99_e2el_ms' | 'request_goodput' | 'request_throughput';
 const metrics: { key: Metric; label: string; digits: number }[] = [
   { key: 'median_ttft_ms', label: 'TTFT p50 ms', digits: 0 },

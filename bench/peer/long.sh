@@ -18,7 +18,8 @@
 # headroom-chunk, headroom-admit with --prefill-chunk $CHUNK (default 2048: as llama-server, a new
 # prompt goes in whole beside the decoding requests instead of 256 tokens a step); headroom-inline,
 # headroom-lean with --inline-step-ms $INLINE_MS (default 5: steps that short run on the event-loop
-# thread, without the two thread hand-offs).
+# thread, without the two thread hand-offs; the serve default since); headroom-pool, headroom-admit
+# with --inline-step-ms 0 (every step on a libuv pool thread, the default before).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 : "${MODEL:=models/tiny.gguf}" "${CTX:=16384}" "${PARALLEL:=8}" "${TOKENS_PER_WORD:=1.14}" "${SLO_MS:=4000}" "${DURATION_S:=40}"
@@ -50,6 +51,7 @@ for seed in "${seeds[@]}"; do
         headroom-overlap) run_peer $port "$dir" "$rate" headroom "${admit[@]}" --overlap-dispatch on ;;
         headroom-lean) run_peer $port "$dir" "$rate" headroom "${admit[@]}" --cache-max-fraction 0 ;;
         headroom-inline) run_peer $port "$dir" "$rate" headroom "${admit[@]}" --cache-max-fraction 0 --inline-step-ms "$INLINE_MS" ;;
+        headroom-pool) run_peer $port "$dir" "$rate" headroom "${admit[@]}" --inline-step-ms 0 ;;
         headroom-chunk) run_peer $port "$dir" "$rate" headroom "${admit[@]}" --prefill-chunk "$CHUNK" ;;
         llama-server) run_peer $port "$dir" "$rate" llama-server ;;
         *) echo "unknown config $cfg" >&2; exit 2 ;;

@@ -6,10 +6,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Engine } from '../../src/engine/engine.ts';
-import type { StepResult } from '../../src/engine/plan.ts';
+import type { RunnerPlan, StepResult } from '../../src/engine/plan.ts';
 import { MockRunner } from '../../src/engine/runner/mock/mock-runner.ts';
 import { createScheduler } from '../../src/engine/scheduler/factory.ts';
-import { makeRequest, runJobs } from '../helpers/engine-driver.ts';
+import { makeRequest, runJobs, sinkFor } from '../helpers/engine-driver.ts';
 import type { Job, Outcome } from '../helpers/engine-driver.ts';
 
 function engine(overlapDispatch: boolean, runner = new MockRunner({ cost: { speed: 0 } })): Engine {
@@ -68,3 +68,23 @@ for (const overlap of [true, false]) {
     assert.deepEqual(events, expected);
   });
 }
+
+test('the event loop gets a turn between steps even when the runner answers at once', async () => {
+  // A runner that answers without waiting, as a step run on the JS thread (inlineStepMs) does: the
+  // loop must still let timers and sockets in between steps, not run a generation in microtasks.
+  const mock = new MockRunner({ cost: { speed: 0 } });
+  const runner = Object.assign(Object.create(mock) as MockRunner, {
+    execute: (p: RunnerPlan): Promise<StepResult> => Promise.resolve({ ok: true, sampled: p.items.map((it) => (it.sample ? 7 : null)), computeMs: 0 }),
+  });
+  const e = engine(false, runner);
+  e.start();
+  const out: Outcome[] = [];
+  const req = makeRequest(e, { prompt: 'a long answer', maxTokens: 200 }, 'long', out);
+  let tokensAtTimer = -1;
+  e.submit(req, sinkFor(req));
+  setTimeout(() => (tokensAtTimer = out[0]!.tokens.length), 0);
+  await e.whenIdle();
+  await e.stop();
+  assert.equal(out[0]!.tokens.length, 200);
+  assert.ok(tokensAtTimer >= 0 && tokensAtTimer < 200, `a 0 ms timer fired after ${tokensAtTimer} of 200 tokens`);
+});

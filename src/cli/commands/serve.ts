@@ -29,7 +29,7 @@ interface ServeFlags extends ServerFlags, FlowFlags, AdmissionFlags {
   runner: 'llama' | 'mock';
   model?: string;
   threads: string;
-  inlineStepMs: string;
+  inlineStepMs?: string;
   ctx?: string;
   ctxBeyondTrained: boolean;
   parallel: string;
@@ -87,7 +87,7 @@ export function registerServeCommand(program: Command): void {
     .addOption(new Option('--runner <runner>', 'model runner').choices(['llama', 'mock']).default('llama'))
     .option('--model <file>', 'GGUF model to serve (default: the generated tiny model)')
     .option('--threads <n>', 'llama.cpp threads', '2')
-    .option('--inline-step-ms <ms>', 'llama: run a step on the event-loop thread when steps of its size lately took at most this long, saving two thread hand-offs a step (0: every step on a pool thread)', '0')
+    .option('--inline-step-ms <ms>', 'llama: run a step on the event-loop thread when steps of its size lately took at most this long, saving two thread hand-offs a step (0: every step on a pool thread; default 5, or 0 with --overlap-dispatch on)')
     .option('--ctx <cells>', "KV cells in the unified pool (default: the model's trained context, at most 8192; mock: 8192)")
     .option('--ctx-beyond-trained', "allow --ctx above the model's trained context (GGUF llama.context_length)", false)
     .option('--parallel <n>', 'sequence ids (most requests running at once)', '16')
@@ -134,6 +134,18 @@ export function registerServeCommand(program: Command): void {
     });
 }
 
+/** Overlapped dispatch hands a step's tokens out while the next step computes: an inline step would hold them a whole step. */
+function inlineStepMs(f: ServeFlags): number {
+  const overlap = f.overlapDispatch === 'on';
+  if (f.inlineStepMs === undefined) return overlap ? 0 : DEFAULT_INLINE_STEP_MS;
+  const ms = number('inline-step-ms', f.inlineStepMs, (n) => n >= 0, 'a number of ms ≥ 0');
+  if (ms > 0 && overlap) throw new StartupError(`--inline-step-ms ${f.inlineStepMs} with --overlap-dispatch on: a step run on the event-loop thread leaves no time to overlap; pass --inline-step-ms 0`);
+  return ms;
+}
+
+/** Steps up to this long run inline by default: a decode step of the tiny or small model (docs/per-token.md §10). */
+const DEFAULT_INLINE_STEP_MS = 5;
+
 async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> {
   const server = serverConfigOf(f, { servedModelNames: f.servedModelName ?? [] });
   const keys = keysOf(f);
@@ -142,7 +154,7 @@ async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> 
     runner: f.runner,
     ...(f.model === undefined ? {} : { modelPath: f.model }),
     threads: int('threads', f.threads),
-    inlineStepMs: number('inline-step-ms', f.inlineStepMs, (n) => n >= 0, 'a number of ms ≥ 0'),
+    inlineStepMs: inlineStepMs(f),
     ...(f.ctx === undefined ? {} : { contextTokens: int('ctx', f.ctx) }),
     contextBeyondTrained: f.ctxBeyondTrained,
     maxSequences: int('parallel', f.parallel),
