@@ -249,7 +249,12 @@ Napi::Value HeadroomLlama::Decode(const Napi::CallbackInfo& info) {
 Napi::Value HeadroomLlama::DecodeSync(const Napi::CallbackInfo& info) {
   DecodeStep step = decodeRows(info, "decodeSync");
   busy_ = true;
-  step.Run(this);
+  try {
+    step.Run(this);
+  } catch (...) {
+    busy_ = false;
+    throw;
+  }
   busy_ = false;
   return step.ToJs(info.Env());
 }

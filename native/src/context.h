@@ -3,6 +3,7 @@
 // Invariants:
 // - At most one decode is in flight (`busy_`); while it runs, every method that touches the
 //   context or the samplers throws (the JS runner serialises steps, so a throw here is a bug).
+//   decodeSync runs a step on the calling (JS) thread, so nothing else can run meanwhile.
 // - Sampling is native and per sequence: `samplers_[seq]` is a llama_sampler chain created by
 //   setSampler (greedy when temperature == 0) and reset only by another setSampler. The chain's
 //   order is fixed (see SetSampler); the history a fresh chain needs (prompt tokens for the
