@@ -49,7 +49,6 @@ export class UpstreamPool {
   readonly upstreams: readonly Upstream[];
   readonly #opts: PoolOptions;
   readonly #agent: Agent;
-  readonly #headers: Record<string, string>;
   readonly #listeners: HealthListener[] = [];
   #healthTimer: NodeJS.Timeout | null = null;
   #scrapeTimer: NodeJS.Timeout | null = null;
@@ -62,10 +61,9 @@ export class UpstreamPool {
       if (!Number.isInteger(opts[k]) || opts[k] <= 0) throw new Error(`UpstreamPool: expected ${k} to be a positive integer, got ${opts[k]}`);
     }
     this.#opts = opts;
-    this.upstreams = urls.map((url, i) => new Upstream(url, i, new AffinityTrie({ unit: opts.affinityUnit, capacity: opts.affinityCapacity })));
     const access = opts.access ?? NO_UPSTREAM_ACCESS;
+    this.upstreams = urls.map((url, i) => new Upstream(url, i, new AffinityTrie({ unit: opts.affinityUnit, capacity: opts.affinityCapacity }), accessHeaders(access, url)));
     this.#agent = new Agent({ connect: connectOptions(access, opts.probeTimeoutMs), headersTimeout: opts.probeTimeoutMs, bodyTimeout: opts.probeTimeoutMs, keepAliveTimeout: 10_000 });
-    this.#headers = accessHeaders(access);
   }
 
   // ---- public API ----
@@ -188,7 +186,7 @@ export class UpstreamPool {
   /** Null when the upstream answers its health probe as ready; otherwise why not. */
   async #healthProblem(u: Upstream): Promise<string | null> {
     try {
-      const res = await request(`${u.url}/health`, { dispatcher: this.#agent, headers: this.#headers, signal: AbortSignal.timeout(this.#opts.probeTimeoutMs) });
+      const res = await request(`${u.url}/health`, { dispatcher: this.#agent, headers: u.headers, signal: AbortSignal.timeout(this.#opts.probeTimeoutMs) });
       const text = await res.body.text();
       if (res.statusCode < 200 || res.statusCode >= 300) return `/health answered ${res.statusCode}`;
       // A Headroom upstream says when it is loading or draining (its /health stays 200 for both).
@@ -203,7 +201,7 @@ export class UpstreamPool {
 
   async #models(u: Upstream): Promise<readonly string[] | null> {
     try {
-      const res = await request(`${u.url}/v1/models`, { dispatcher: this.#agent, headers: this.#headers, signal: AbortSignal.timeout(this.#opts.probeTimeoutMs) });
+      const res = await request(`${u.url}/v1/models`, { dispatcher: this.#agent, headers: u.headers, signal: AbortSignal.timeout(this.#opts.probeTimeoutMs) });
       const body = parseJson(await res.body.text()) as { data?: { id?: unknown; max_model_len?: unknown }[] } | null;
       if (res.statusCode !== 200 || !Array.isArray(body?.data)) {
         this.#setHealth(u, 'ejected', `/v1/models answered ${res.statusCode} without a model list`);
@@ -223,7 +221,7 @@ export class UpstreamPool {
   /** llama-server says how many slots it has on /props; other servers have no such page (a 404 is fine). */
   async #props(u: Upstream): Promise<void> {
     try {
-      const res = await request(`${u.url}/props`, { dispatcher: this.#agent, headers: this.#headers, signal: AbortSignal.timeout(this.#opts.probeTimeoutMs) });
+      const res = await request(`${u.url}/props`, { dispatcher: this.#agent, headers: u.headers, signal: AbortSignal.timeout(this.#opts.probeTimeoutMs) });
       const body = parseJson(await res.body.text()) as { total_slots?: unknown } | null;
       const n = body?.total_slots;
       u.slots = res.statusCode === 200 && typeof n === 'number' && Number.isInteger(n) && n > 0 ? n : null;
@@ -234,7 +232,7 @@ export class UpstreamPool {
 
   async #scrape(u: Upstream): Promise<void> {
     try {
-      const res = await request(`${u.url}/metrics`, { dispatcher: this.#agent, headers: this.#headers, signal: AbortSignal.timeout(this.#opts.probeTimeoutMs) });
+      const res = await request(`${u.url}/metrics`, { dispatcher: this.#agent, headers: u.headers, signal: AbortSignal.timeout(this.#opts.probeTimeoutMs) });
       const text = await res.body.text();
       if (res.statusCode !== 200) return;
       u.load = parseLoad(text);

@@ -32,7 +32,7 @@ import { GatewayLoad, PromptSizer } from './gateway-load.ts';
 import type { Picker } from './picker.ts';
 import type { UpstreamPool } from './pool.ts';
 import type { Upstream } from './upstream.ts';
-import { NO_UPSTREAM_ACCESS, accessHeaders, connectOptions } from './upstream-access.ts';
+import { NO_UPSTREAM_ACCESS, connectOptions } from './upstream-access.ts';
 import type { UpstreamAccess } from './upstream-access.ts';
 
 export interface ProxyOptions {
@@ -62,7 +62,6 @@ export class ProxyBackend implements ForwardingBackend {
   readonly #picker: Picker;
   readonly #opts: ProxyOptions;
   readonly #agent: Agent;
-  readonly #headers: Record<string, string>;
   #draining = false;
   #numInFlight = 0;
   #numFailovers = 0;
@@ -77,7 +76,6 @@ export class ProxyBackend implements ForwardingBackend {
     this.clock = clock;
     this.#opts = opts;
     const access = opts.access ?? NO_UPSTREAM_ACCESS;
-    this.#headers = accessHeaders(access);
     this.#agent = new Agent({ connect: connectOptions(access, opts.connectTimeoutMs), headersTimeout: opts.upstreamTimeoutMs, bodyTimeout: opts.upstreamTimeoutMs, keepAliveTimeout: 10_000 });
   }
 
@@ -154,7 +152,7 @@ export class ProxyBackend implements ForwardingBackend {
         this.pool.release(u);
         if (--this.#numInFlight === 0) for (const w of this.#idleWaiters.splice(0)) w();
       };
-      const a = await attempt({ url: `${u.url}${req.path}`, body: req.body, headers: { ...req.headers, ...this.#headers } }, this.#agent, signal).catch((err: unknown) => {
+      const a = await attempt({ url: `${u.url}${req.path}`, body: req.body, headers: { ...req.headers, ...u.headers } }, this.#agent, signal).catch((err: unknown) => {
         release();
         throw err;
       });

@@ -1,7 +1,8 @@
-// How the gateway reaches upstreams that ask for credentials or speak TLS: one API key sent as
-// `Authorization: Bearer` on everything the gateway sends (forwarded requests, health probes,
-// model lists, /props and /metrics scrapes), and the TLS settings of every https connection (the
-// CAs to trust besides the system's, a client certificate for mutual TLS, whether to verify).
+// How the gateway reaches upstreams that ask for credentials or speak TLS: an API key sent as
+// `Authorization: Bearer` on everything the gateway sends to an upstream (forwarded requests,
+// health probes, model lists, /props and /metrics scrapes) — one for all, or one per upstream from
+// a key file (`URL KEY` lines) — and the TLS settings of every https connection (the CAs to trust
+// besides the system's, a client certificate for mutual TLS, whether to verify).
 //
 // The client's own credentials are never passed on (forward-handler.ts strips them): the key the
 // upstream sees is the gateway's. Files are read once, at start-up, and a file that is not PEM, or
@@ -10,10 +11,13 @@
 import { readFileSync } from 'node:fs';
 import { createSecureContext, rootCertificates } from 'node:tls';
 import type { buildConnector } from 'undici';
+import { normalizeUpstreamUrl } from './upstream.ts';
 
 export interface UpstreamAccess {
-  /** Sent as `Authorization: Bearer <apiKey>` to every upstream; null: no header. */
+  /** Sent as `Authorization: Bearer <apiKey>` to every upstream without its own key; null: no header. */
   readonly apiKey: string | null;
+  /** Per-upstream keys by normalized base URL (absent: none), used instead of apiKey for that upstream. */
+  readonly apiKeys?: ReadonlyMap<string, string>;
   /** PEM CA certificates trusted for https upstreams, in addition to the system's; null: the system's only. */
   readonly ca: string | null;
   /** PEM client certificate and key for mutual TLS; both or neither. */
@@ -27,6 +31,10 @@ export const NO_UPSTREAM_ACCESS: UpstreamAccess = { apiKey: null, ca: null, cert
 
 export interface UpstreamAccessFiles {
   readonly apiKey?: string | undefined;
+  /** `URL KEY` per line (blank lines and `#` comments skipped); every URL one of `upstreams`. */
+  readonly apiKeysFile?: string | undefined;
+  /** The configured upstream URLs (normalized), which the key file's URLs must name. */
+  readonly upstreams?: readonly string[];
   readonly caFile?: string | undefined;
   readonly certFile?: string | undefined;
   readonly keyFile?: string | undefined;
@@ -53,6 +61,7 @@ export function loadUpstreamAccess(f: UpstreamAccessFiles): UpstreamAccess {
   };
   const access: UpstreamAccess = {
     apiKey,
+    ...(f.apiKeysFile === undefined ? {} : { apiKeys: readApiKeys(f.apiKeysFile, f.upstreams ?? []) }),
     ca: read('--upstream-ca', f.caFile, /-----BEGIN CERTIFICATE-----/),
     cert: read('--upstream-cert', f.certFile, /-----BEGIN CERTIFICATE-----/),
     key: read('--upstream-key', f.keyFile, /-----BEGIN [A-Z ]*PRIVATE KEY-----/),
@@ -67,9 +76,39 @@ export function loadUpstreamAccess(f: UpstreamAccessFiles): UpstreamAccess {
   return access;
 }
 
-/** Headers every request to an upstream carries. */
-export function accessHeaders(a: UpstreamAccess): Record<string, string> {
-  return a.apiKey === null ? {} : { authorization: `Bearer ${a.apiKey}` };
+/** The key file: one `URL KEY` per line, each URL a configured upstream, none twice; errors name the file and line. */
+function readApiKeys(file: string, upstreams: readonly string[]): Map<string, string> {
+  const flag = '--upstream-api-keys-file';
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new Error(`${flag}: cannot read '${file}': ${(err as Error).message}`, { cause: err });
+  }
+  const keys = new Map<string, string>();
+  text.split('\n').forEach((raw, i) => {
+    const line = raw.trim();
+    if (line === '' || line.startsWith('#')) return;
+    const at = `${flag}: ${file} line ${i + 1}`;
+    const fields = line.split(/\s+/);
+    if (fields.length !== 2) throw new Error(`${at}: expected 'URL KEY', got ${fields.length} field(s)`);
+    let url: string;
+    try {
+      url = normalizeUpstreamUrl(fields[0]!);
+    } catch (err) {
+      throw new Error(`${at}: ${(err as Error).message}`, { cause: err });
+    }
+    if (!upstreams.includes(url)) throw new Error(`${at}: ${url} is not one of the upstreams (${upstreams.join(', ')})`);
+    if (keys.has(url)) throw new Error(`${at}: a second key for ${url}`);
+    keys.set(url, fields[1]!);
+  });
+  return keys;
+}
+
+/** Headers every request to the upstream at `url` (normalized) carries: its own key, else the shared one. */
+export function accessHeaders(a: UpstreamAccess, url: string): Record<string, string> {
+  const key = a.apiKeys?.get(url) ?? a.apiKey;
+  return key === null ? {} : { authorization: `Bearer ${key}` };
 }
 
 /** undici `Agent` connect options for https upstreams (plain http ignores them). */

@@ -34,6 +34,8 @@ export class Upstream {
   /** Position in the configured list: the stable id in metrics and picks. */
   readonly index: number;
   readonly affinity: AffinityTrie;
+  /** What every request the gateway sends it carries besides its own (its credentials). */
+  readonly headers: Readonly<Record<string, string>>;
   health: UpstreamHealth = 'unknown';
   failure: string | null = null;
   consecutiveFailures = 0;
@@ -49,10 +51,11 @@ export class Upstream {
   numForwarded = 0;
   numFailures = 0;
 
-  constructor(url: string, index: number, affinity: AffinityTrie) {
+  constructor(url: string, index: number, affinity: AffinityTrie, headers: Readonly<Record<string, string>> = {}) {
     this.url = url;
     this.index = index;
     this.affinity = affinity;
+    this.headers = headers;
   }
 
   snapshot(nowMs: number): UpstreamSnapshot {

@@ -138,6 +138,41 @@ test('mutual TLS: an upstream that demands a client certificate is reached only 
   }
 });
 
+test('per-upstream keys: each upstream gets its own key on probes and requests, the others the shared one', async () => {
+  const stubs = await Promise.all(['key-a', 'key-b', 'shared'].map((bearer) => new StubUpstream({ bearer }).start()));
+  const [a, b, c] = stubs as [StubUpstream, StubUpstream, StubUpstream];
+  const apiKeys = new Map([[a.url, 'key-a'], [b.url, 'key-b']]);
+  const gw = await startTestGateway(stubs.map((x) => x.url), { access: access({ apiKey: 'shared', apiKeys }) });
+  try {
+    for (const snap of gw.gateway.backend.pool.snapshot()) assert.equal(snap.health, 'healthy', `${snap.url}: ${String(snap.failure)}`);
+    for (let i = 0; i < 9; i++) assert.equal((await chat(gw.url, i % 2 === 0)).status, 200);
+    assert.equal(a.requests.length + b.requests.length + c.requests.length, 9);
+    for (const [stub, key] of [[a, 'key-a'], [b, 'key-b'], [c, 'shared']] as const) {
+      for (const r of stub.requests) assert.equal(r.headers.authorization, `Bearer ${key}`);
+      assert.equal(stub.numUnauthorized, 0, `${key}: a probe or request came with another key`);
+    }
+  } finally {
+    await gw.close();
+    await Promise.all(stubs.map((x) => x.stop()));
+  }
+});
+
+test('the per-upstream key file: URL KEY lines; a URL not among the upstreams, a second key, a malformed line fail with the line named', () => {
+  const ups = ['http://10.0.0.5:8000', 'https://api.example.com'];
+  writeFileSync(file('keys.txt'), '# per upstream\nhttp://10.0.0.5:8000/v1  key-one\n\nhttps://api.example.com/ key-two\n');
+  const a = loadUpstreamAccess({ apiKey: 'shared', apiKeysFile: file('keys.txt'), upstreams: ups });
+  assert.deepEqual([...a.apiKeys!], [['http://10.0.0.5:8000', 'key-one'], ['https://api.example.com', 'key-two']]);
+  const bad = (text: string, msg: RegExp): void => {
+    writeFileSync(file('bad-keys.txt'), text);
+    assert.throws(() => loadUpstreamAccess({ apiKeysFile: file('bad-keys.txt'), upstreams: ups }), msg);
+  };
+  bad('http://10.0.0.9:8000 k\n', /bad-keys\.txt line 1: http:\/\/10\.0\.0\.9:8000 is not one of the upstreams/);
+  bad('http://10.0.0.5:8000 k\nhttp://10.0.0.5:8000/v1 k2\n', /line 2: a second key for http:\/\/10\.0\.0\.5:8000/);
+  bad('\nhttp://10.0.0.5:8000\n', /line 2: expected 'URL KEY', got 1 field/);
+  bad('ftp://10.0.0.5 k\n', /line 1: expected an http:\/\/ or https:\/\/ upstream URL/);
+  assert.throws(() => loadUpstreamAccess({ apiKeysFile: file('missing.txt'), upstreams: ups }), /--upstream-api-keys-file: cannot read/);
+});
+
 test('loadUpstreamAccess: reads the files, and refuses what cannot work with the flag named', () => {
   const a = loadUpstreamAccess({ apiKey: 'k', caFile: file('ca.pem'), certFile: file('client.pem'), keyFile: file('client.key') });
   assert.equal(a.apiKey, 'k');
@@ -149,6 +184,13 @@ test('loadUpstreamAccess: reads the files, and refuses what cannot work with the
   assert.throws(() => loadUpstreamAccess({ caFile: file('missing.pem') }), /--upstream-ca: cannot read/);
   assert.throws(() => loadUpstreamAccess({ certFile: file('client.pem'), keyFile: file('other.key') }), /upstream TLS files: .*(mismatch|key)/i);
   assert.throws(() => loadUpstreamAccess({ apiKey: 'a\nb' }), /one line/);
+});
+
+test('headroom gateway: a key file naming another upstream is one line on stderr and exit 1', async () => {
+  writeFileSync(file('other-keys.txt'), 'http://127.0.0.1:2 k\n');
+  const r = await runCli(['gateway', '--upstream', 'http://127.0.0.1:1', '--upstream-api-keys-file', file('other-keys.txt'), '--port', '0']);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /^headroom: error: --upstream-api-keys-file: .*other-keys\.txt line 1: http:\/\/127\.0\.0\.1:2 is not one of the upstreams \(http:\/\/127\.0\.0\.1:1\)\n$/);
 });
 
 test('headroom gateway: a client certificate without its key is one line on stderr and exit 1', async () => {

@@ -42,6 +42,7 @@ interface GatewayFlags extends ServerFlags, FlowFlags, AdmissionFlags {
   affinityUnitBytes: string;
   affinityCapacityBytes: string;
   upstreamApiKey?: string;
+  upstreamApiKeysFile?: string;
   upstreamCa?: string;
   upstreamCert?: string;
   upstreamKey?: string;
@@ -77,6 +78,7 @@ export function registerGatewayCommand(program: Command): void {
     .option('--upstream-max-inflight <n>', "picker: an upstream holding this many of the gateway's requests is saturated (0: no such bound)", '0')
     .option('--affinity-unit-bytes <n>', 'prefix affinity: prompts are matched in units of this many bytes', '16')
     .option('--upstream-api-key <key>', 'sent to every upstream as Authorization: Bearer (prefer the environment variable HEADROOM_GATEWAY_UPSTREAM_API_KEY: a flag shows in the process list)')
+    .option('--upstream-api-keys-file <file>', "one 'URL KEY' per line: that upstream's own key, sent instead of --upstream-api-key (each URL one of --upstream)")
     .option('--upstream-ca <file>', 'PEM CA certificates to trust for https upstreams, besides the system\'s')
     .option('--upstream-cert <file>', 'PEM client certificate for upstreams that ask for one (mutual TLS); with --upstream-key')
     .option('--upstream-key <file>', 'PEM private key of --upstream-cert')
@@ -120,7 +122,7 @@ async function build(f: GatewayFlags, config: EffectiveConfig): Promise<Gateway>
   const { loadUpstreamAccess } = await import('../../proxy/upstream-access.ts');
   let access;
   try {
-    access = loadUpstreamAccess({ apiKey: f.upstreamApiKey, caFile: f.upstreamCa, certFile: f.upstreamCert, keyFile: f.upstreamKey, verify: f.upstreamTlsVerify === 'on' });
+    access = loadUpstreamAccess({ apiKey: f.upstreamApiKey, apiKeysFile: f.upstreamApiKeysFile, upstreams: f.upstream.map(normalizeUpstreamUrl), caFile: f.upstreamCa, certFile: f.upstreamCert, keyFile: f.upstreamKey, verify: f.upstreamTlsVerify === 'on' });
   } catch (err) {
     throw new StartupError((err as Error).message, { cause: err });
   }
