@@ -91,6 +91,14 @@ export class ConformalController implements AdmissionController {
     return { admit: false, boundMs: e2e.boundMs, reason: verdict.reason, memo, refusal: refusal('conformal', { message, retryAfterS }) };
   }
 
+  fits(ctx: AdmissionContext, snapshot: EngineSnapshot | null, features: Float64Array): boolean {
+    const fits = (model: BoundModel, budgetMs: number, target: 'e2e' | 'ttft'): boolean => {
+      const bound = model.bound(model.predict(features));
+      return bound.status === 'uncalibrated' ? coldStartFits(features, snapshot, budgetMs, target) : bound.upper <= budgetMs;
+    };
+    return fits(this.#o.e2e, ctx.sloMs, 'e2e') && (ctx.ttftBudgetMs === null || fits(this.#o.ttft, ctx.ttftBudgetMs, 'ttft'));
+  }
+
   rehearsal(): AdmissionController {
     const o = this.#o;
     // The bound models are only read by decide() (predict, bound); observe() is never called on the twin.

@@ -60,6 +60,12 @@ export interface AdmissionController {
   /** Whether decide() reads the snapshot and features (false lets the API skip building them). */
   readonly needsFeatures: boolean;
   decide(ctx: AdmissionContext, snapshot: EngineSnapshot | null, features: Float64Array): AdmissionDecision;
+  /**
+   * Whether this request's bound alone fits its budgets on `snapshot`, changing nothing (no
+   * counters, hysteresis, exploration or headroom state): what the gateway compares upstreams with
+   * before it decides on one. Absent: the controller has no such bound to compare.
+   */
+  fits?(ctx: AdmissionContext, snapshot: EngineSnapshot | null, features: Float64Array): boolean;
   /** Feedback from an admitted request (once per choice). */
   observe(features: Float64Array, decision: AdmissionDecision, outcome: AdmissionOutcome): void;
   /** For /stats. */

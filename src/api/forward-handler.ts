@@ -26,7 +26,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AdmissionContext, AdmissionController, AdmissionDecision } from '../admission/controller.ts';
 import { NUM_FEATURES, extractFeatures } from '../admission/features.ts';
 import type { TraceWriter } from '../admission/trace-writer.ts';
-import type { ForwardResponse, ForwardingBackend } from '../backend/backend.ts';
+import type { ForwardResponse, ForwardingBackend, Placement } from '../backend/backend.ts';
 import { REFUSALS } from '../backend/refusal.ts';
 import type { Refusal } from '../backend/refusal.ts';
 import type { FinishReason, RequestTimeline } from '../engine/outputs.ts';
@@ -127,13 +127,28 @@ export class ForwardHandler {
       // The decision, timed whole: where the request would go now (a wait in the flow-control queue
       // changes that), that upstream's books, the features, the verdict.
       const decideStart = performance.now();
-      const place = backend.placement?.(env.model, env.affinityKey) ?? null;
+      const bypass = facts.caller.role === 'operator' && bypassRequested(req.headers[BYPASS_HEADER]);
+      const places = backend.placements?.(env.model, env.affinityKey) ?? [];
+      let place = places[0] ?? null;
+      const featuresOf = (p: Placement): Float64Array => extractFeatures(ctx, p.books.snapshot(), new Float64Array(NUM_FEATURES));
+      if (place !== null && (admission.needsFeatures || this.#d.trace !== null)) features = featuresOf(place);
+      // The picked upstream's bound does not fit, another's does: decide on that one instead of refusing.
+      const fits = admission.fits?.bind(admission);
+      if (!bypass && fits !== undefined && place !== null && places.length > 1 && !fits(ctx, place.books.snapshot(), features)) {
+        for (const other of places.slice(1)) {
+          const f = featuresOf(other);
+          if (!fits(ctx, other.books.snapshot(), f)) continue;
+          place = other;
+          features = f;
+          facts.rerouted = true;
+          break;
+        }
+      }
       if (place !== null) {
         load = place.books;
         first = place.upstream;
       }
-      if (load !== null && (admission.needsFeatures || this.#d.trace !== null)) features = extractFeatures(ctx, load.snapshot(), new Float64Array(NUM_FEATURES));
-      if (facts.caller.role === 'operator' && bypassRequested(req.headers[BYPASS_HEADER])) {
+      if (bypass) {
         facts.bypass = true;
         this.#d.obs?.metrics?.admissionBypassed(facts.caller.tenant);
       } else if (load !== null) {

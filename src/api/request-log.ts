@@ -45,6 +45,8 @@ export interface RequestFacts {
   refusal: RefusalReason | null;
   /** An operator skipped admission (x-headroom-bypass-admission). */
   bypass: boolean;
+  /** Gateway: admission sent it to another upstream than the picker's first, whose bound did not fit. */
+  rerouted: boolean;
   /** The drain deadline cut it. */
   cut: boolean;
   /** Prompt and output text, kept only with --log-prompts. */
@@ -61,7 +63,7 @@ declare module 'fastify' {
 }
 
 export function newFacts(startMs: number): RequestFacts {
-  return { startMs, caller: ANONYMOUS, model: null, promptTokens: null, billed: [], firstOutputMs: null, errorCode: null, refusal: null, bypass: false, cut: false, prompt: null, output: null };
+  return { startMs, caller: ANONYMOUS, model: null, promptTokens: null, billed: [], firstOutputMs: null, errorCode: null, refusal: null, bypass: false, rerouted: false, cut: false, prompt: null, output: null };
 }
 
 export function outcomeOf(facts: RequestFacts, status: number | null, finished: boolean): Outcome {
@@ -90,6 +92,7 @@ export function logRequest(req: FastifyRequest, reply: FastifyReply, opts: { rea
     ...(f.errorCode === null ? {} : { code: f.errorCode }),
     ...(f.refusal === null ? {} : { refusal: f.refusal }),
     ...(f.bypass ? { bypass_admission: true } : {}),
+    ...(f.rerouted ? { admission_rerouted: true } : {}),
     ...(f.model === null ? {} : { model: f.model }),
     ...(f.promptTokens === null ? {} : { prompt_tokens: f.promptTokens, completion_tokens: f.billed.reduce((n, c) => n + c.numTokens, 0) }),
     ...(f.firstOutputMs === null ? {} : { ttft_ms: roundMs(f.firstOutputMs - f.startMs) }),

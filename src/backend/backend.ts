@@ -141,10 +141,11 @@ export interface ForwardingBackend extends BackendCore {
   /** Prompt tokens from prompt bytes, at the ratio the upstreams' usage taught (absent: 4 bytes a token). */
   readonly sizer?: PromptSizer;
   /**
-   * The upstream the picker would send this request to now, with its books (null: none can take
-   * it); absent: no admission decision in this backend.
+   * The upstreams that could take this request now, with their books: first the one the picker
+   * would send it to, then the others in the picker's order (empty: none can take it); absent: no
+   * admission decision in this backend.
    */
-  placement?(model: string, affinityKey: readonly number[]): Placement | null;
+  placements?(model: string, affinityKey: readonly number[]): readonly Placement[];
   /**
    * Pick an upstream and send the request, failing over to another while no response byte has
    * arrived; or refuse (no upstream healthy, draining). Aborting `signal` cancels the upstream request.

@@ -123,9 +123,11 @@ export class ProxyBackend implements ForwardingBackend {
     return new Promise((r) => this.#idleWaiters.push(r));
   }
 
-  placement(model: string, affinityKey: readonly number[]): Placement | null {
-    const u = this.#picker.pick(this.#candidates(model, new Set()), affinityKey, this.pool).upstream;
-    return u === null ? null : { upstream: u.index, books: this.books[u.index]! };
+  placements(model: string, affinityKey: readonly number[]): Placement[] {
+    const p = this.#picker.pick(this.#candidates(model, new Set()), affinityKey, this.pool);
+    if (p.upstream === null) return [];
+    const rest = p.scores.filter((s) => s.upstream !== p.upstream!.index).sort((a, b) => Number(a.saturated) - Number(b.saturated) || b.total - a.total);
+    return [p.upstream.index, ...rest.map((s) => s.upstream)].map((i) => ({ upstream: i, books: this.books[i]! }));
   }
 
   #candidates(model: string, tried: ReadonlySet<Upstream>): Upstream[] {

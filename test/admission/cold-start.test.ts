@@ -44,3 +44,14 @@ test('uncalibrated on an engine whose rates are unmeasured: admits (nothing bett
   const cold = { ...busy, decodeTokensPerS: null } as EngineSnapshot;
   for (let i = 0; i < 10; i++) assert.equal(c.decide(ctx(i), cold, features({ waiting: 10, prompt_work_ahead: 20_000 })).admit, true);
 });
+
+test('fits(): the bound alone, uncalibrated by the arithmetic; changes no state (the quota is untouched)', () => {
+  const c = createAdmissionController({ mode: 'conformal', guarantee: 0.95 });
+  const heavy = features({ waiting: 10, prompt_work_ahead: 20_000 });
+  const before = JSON.stringify(c.state());
+  assert.equal(c.fits!(ctx(0), busy, features({})), true);
+  for (let i = 0; i < 20; i++) assert.equal(c.fits!(ctx(i), busy, heavy), false);
+  assert.equal(JSON.stringify(c.state()), before, 'fits() changed the controller');
+  // The exploration quota is still whole: decide() admits the next 4 heavy ones.
+  assert.deepEqual(Array.from({ length: 5 }, (_, i) => c.decide(ctx(30 + i), busy, heavy).admit), [true, true, true, true, false]);
+});

@@ -195,3 +195,41 @@ test('gateway admission decides on the books of the upstream the request would g
     await Promise.all([a.stop(), b.stop()]);
   }
 });
+
+test('gateway admission: when the picked upstream\'s bound does not fit and another\'s does, the request goes there instead of being refused', async () => {
+  const [a, b] = await Promise.all([new StubUpstream({ tokens: 3, autoRelease: false }).start(), new StubUpstream({ tokens: 3, autoRelease: false }).start()]);
+  // Fits (and admits) while an upstream's books hold fewer than 1 request; fits() changes nothing.
+  const controller = Object.assign(new CountingController(1), {
+    fitsCalls: 0,
+    fits(this: CountingController & { fitsCalls: number }, _ctx: unknown, s: EngineSnapshot | null): boolean {
+      this.fitsCalls++;
+      return s !== null && s.numWaiting + s.numRunning < this.limit;
+    },
+  });
+  const gw = await startTestGateway([a.url, b.url], { admission: controller, picker: { prefixWeight: 1, queueWeight: 0, kvWeight: 0 } });
+  const body = (p: string) => ({ model: 'stub-model', prompt: p.repeat(200), max_tokens: 3, stream: true });
+  try {
+    const first = streamCompletion(gw.url, body('a'));
+    await within(Promise.race([a.waitForRequests(1), b.waitForRequests(1)]), 'the first request upstream');
+    const busy = a.requests.length === 1 ? a : b;
+    const idle = busy === a ? b : a;
+    // The same prompt: affinity picks the busy upstream, whose bound does not fit; the idle one's does.
+    const second = streamCompletion(gw.url, body('a'));
+    await within(idle.waitForRequests(1), 'the second request on the other upstream');
+    assert.equal(busy.requests.length, 1);
+    assert.deepEqual(controller.seen.map((s) => s.waiting + s.running), [0, 0], 'decided on the idle upstream\'s books');
+    // Both full now: nothing fits, refused on the picked upstream's books.
+    const third = await post(gw.url, body('a'));
+    assert.equal(third.statusCode, 503);
+    await third.body.text();
+    assert.equal(busy.requests.length + idle.requests.length, 2, 'the refused request went nowhere');
+    assert.deepEqual(controller.seen.map((s) => s.waiting + s.running), [0, 0, 1]);
+    assert.ok(controller.fitsCalls >= 3, `fits() asked ${controller.fitsCalls} times`);
+    busy.release(10);
+    idle.release(10);
+    assert.ok((await first).sawDone && (await second).sawDone);
+  } finally {
+    await gw.close();
+    await Promise.all([a.stop(), b.stop()]);
+  }
+});
