@@ -13,7 +13,8 @@
 # (--cache-host-tokens $HOST_TOKENS, default 65536) and told the SLO
 # (--slo-ms $SLO_MS; otherwise admission budgets the serve default, 10 s) and, with ARTIFACT set,
 # warm-started from an artifact trained on this workload (--admission-artifact, calibrated on
-# CAL_TRACES when set; docs/per-token.md shows the collection).
+# CAL_TRACES when set; docs/per-token.md shows the collection); headroom-admit-pool, the same with
+# --inline-step-ms 0 (every step on a libuv pool thread, the default before inline steps).
 #
 # llama-server is built outside the repo (bench/peer/README.md). Its settings beyond the matched
 # ones are its defaults (-b 2048 -ub 512, cache_prompt on, --cache-ram 8192 MiB host prompt cache,
@@ -39,6 +40,7 @@ for rate in "${rates[@]}"; do
       headroom-r4) run_peer $port "$dir" "$rate" headroom --scheduler continuous --kv paged --prefix-cache on ;;
       headroom-r4-df) run_peer $port "$dir" "$rate" headroom --scheduler continuous --kv paged --prefix-cache on --priority decode-first ;;
       headroom-admit) run_peer $port "$dir" "$rate" headroom --scheduler continuous --kv paged --prefix-cache on --cache-host-tokens "$HOST_TOKENS" --slo-ms "$SLO_MS" "${warm[@]}" ;;
+      headroom-admit-pool) run_peer $port "$dir" "$rate" headroom --scheduler continuous --kv paged --prefix-cache on --cache-host-tokens "$HOST_TOKENS" --slo-ms "$SLO_MS" "${warm[@]}" --inline-step-ms 0 ;;
       *) run_peer $port "$dir" "$rate" llama-server ;;
     esac
     echo "rate $rate $cfg done ($(tr '\n' ' ' <"$dir/loadavg.txt"))"
