@@ -163,18 +163,35 @@ test('gateway: non-streamed answers teach the books the decode rate (their usage
   }
 });
 
-test('gateway admission decides on the books of the upstream the request would go to, and sends it there', async () => {
+/**
+ * Two held-open stubs behind a gateway whose picker follows prefix affinity alone (no load weights),
+ * so a prompt goes where it went before; the first request (prompt 'a') is sent and holds one of them.
+ */
+async function oneBusyOneIdle(controller: AdmissionController) {
   const [a, b] = await Promise.all([new StubUpstream({ tokens: 3, autoRelease: false }).start(), new StubUpstream({ tokens: 3, autoRelease: false }).start()]);
-  // Admits while the chosen upstream's books hold fewer than 1 request.
-  const controller = new CountingController(1);
-  // Affinity alone decides (no load weights), so a request goes where its prompt went before.
   const gw = await startTestGateway([a.url, b.url], { admission: controller, picker: { prefixWeight: 1, queueWeight: 0, kvWeight: 0 } });
   const body = (p: string) => ({ model: 'stub-model', prompt: p.repeat(200), max_tokens: 3, stream: true });
+  const close = async (): Promise<void> => {
+    await gw.close();
+    await Promise.all([a.stop(), b.stop()]);
+  };
+  const first = streamCompletion(gw.url, body('a'));
   try {
-    const first = streamCompletion(gw.url, body('a'));
     await within(Promise.race([a.waitForRequests(1), b.waitForRequests(1)]), 'the first request upstream');
-    const busy = a.requests.length === 1 ? a : b;
-    const idle = busy === a ? b : a;
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  const busy = a.requests.length === 1 ? a : b;
+  const idle = busy === a ? b : a;
+  return { gw, body, first, busy, idle, close };
+}
+
+test('gateway admission decides on the books of the upstream the request would go to, and sends it there', async () => {
+  // Admits while the chosen upstream's books hold fewer than 1 request.
+  const controller = new CountingController(1);
+  const { gw, body, first, busy, idle, close } = await oneBusyOneIdle(controller);
+  try {
     // Another prompt has no affinity: the picker takes the idle upstream, whose books are empty.
     const second = streamCompletion(gw.url, body('b'));
     await within(idle.waitForRequests(1), 'the second request on the other upstream');
@@ -191,13 +208,11 @@ test('gateway admission decides on the books of the upstream the request would g
     idle.release(10);
     assert.ok((await first).sawDone && (await second).sawDone);
   } finally {
-    await gw.close();
-    await Promise.all([a.stop(), b.stop()]);
+    await close();
   }
 });
 
 test('gateway admission: when the picked upstream\'s bound does not fit and another\'s does, the request goes there instead of being refused', async () => {
-  const [a, b] = await Promise.all([new StubUpstream({ tokens: 3, autoRelease: false }).start(), new StubUpstream({ tokens: 3, autoRelease: false }).start()]);
   // Fits (and admits) while an upstream's books hold fewer than 1 request; fits() changes nothing.
   const controller = Object.assign(new CountingController(1), {
     fitsCalls: 0,
@@ -206,13 +221,8 @@ test('gateway admission: when the picked upstream\'s bound does not fit and anot
       return s !== null && s.numWaiting + s.numRunning < this.limit;
     },
   });
-  const gw = await startTestGateway([a.url, b.url], { admission: controller, picker: { prefixWeight: 1, queueWeight: 0, kvWeight: 0 } });
-  const body = (p: string) => ({ model: 'stub-model', prompt: p.repeat(200), max_tokens: 3, stream: true });
+  const { gw, body, first, busy, idle, close } = await oneBusyOneIdle(controller);
   try {
-    const first = streamCompletion(gw.url, body('a'));
-    await within(Promise.race([a.waitForRequests(1), b.waitForRequests(1)]), 'the first request upstream');
-    const busy = a.requests.length === 1 ? a : b;
-    const idle = busy === a ? b : a;
     // The same prompt: affinity picks the busy upstream, whose bound does not fit; the idle one's does.
     const second = streamCompletion(gw.url, body('a'));
     await within(idle.waitForRequests(1), 'the second request on the other upstream');
@@ -229,7 +239,6 @@ test('gateway admission: when the picked upstream\'s bound does not fit and anot
     idle.release(10);
     assert.ok((await first).sawDone && (await second).sawDone);
   } finally {
-    await gw.close();
-    await Promise.all([a.stop(), b.stop()]);
+    await close();
   }
 });
