@@ -128,31 +128,35 @@ export class ForwardHandler {
       // changes that), that upstream's books, the features, the verdict.
       const decideStart = performance.now();
       const bypass = facts.caller.role === 'operator' && bypassRequested(req.headers[BYPASS_HEADER]);
+      // Each candidate upstream's books, read once: the snapshot the features and the verdict both use.
+      const needsFeatures = admission.needsFeatures || this.#d.trace !== null;
+      const view = (p: Placement) => {
+        const snapshot = p.books.snapshot();
+        return { place: p, snapshot, features: needsFeatures ? extractFeatures(ctx, snapshot, new Float64Array(NUM_FEATURES)) : NO_FEATURES };
+      };
       const places = backend.placements?.(env.model, env.affinityKey) ?? [];
-      let place = places[0] ?? null;
-      const featuresOf = (p: Placement): Float64Array => extractFeatures(ctx, p.books.snapshot(), new Float64Array(NUM_FEATURES));
-      if (place !== null && (admission.needsFeatures || this.#d.trace !== null)) features = featuresOf(place);
+      let chosen = places.length === 0 ? null : view(places[0]!);
       // The picked upstream's bound does not fit, another's does: decide on that one instead of refusing.
       const fits = admission.fits?.bind(admission);
-      if (!bypass && fits !== undefined && place !== null && places.length > 1 && !fits(ctx, place.books.snapshot(), features)) {
+      if (!bypass && fits !== undefined && chosen !== null && places.length > 1 && !fits(ctx, chosen.snapshot, chosen.features)) {
         for (const other of places.slice(1)) {
-          const f = featuresOf(other);
-          if (!fits(ctx, other.books.snapshot(), f)) continue;
-          place = other;
-          features = f;
+          const v = view(other);
+          if (!fits(ctx, v.snapshot, v.features)) continue;
+          chosen = v;
           facts.rerouted = true;
           break;
         }
       }
-      if (place !== null) {
-        load = place.books;
-        first = place.upstream;
+      if (chosen !== null) {
+        load = chosen.place.books;
+        first = chosen.place.upstream;
+        features = chosen.features;
       }
       if (bypass) {
         facts.bypass = true;
         this.#d.obs?.metrics?.admissionBypassed(facts.caller.tenant);
-      } else if (load !== null) {
-        decision = admission.decide(ctx, load.snapshot(), features);
+      } else if (chosen !== null) {
+        decision = admission.decide(ctx, chosen.snapshot, features);
         this.#d.obs?.admissionDecided(performance.now() - decideStart);
         if (!decision.admit) refuse(decision.refusal);
       }

@@ -50,12 +50,7 @@ export function loadUpstreamAccess(f: UpstreamAccessFiles): UpstreamAccess {
   }
   const read = (flag: string, file: string | undefined, marker: RegExp): string | null => {
     if (file === undefined) return null;
-    let text: string;
-    try {
-      text = readFileSync(file, 'utf8');
-    } catch (err) {
-      throw new Error(`${flag}: cannot read '${file}': ${(err as Error).message}`, { cause: err });
-    }
+    const text = readText(flag, file);
     if (!marker.test(text)) throw new Error(`${flag}: expected a PEM file, got '${file}' without a matching -----BEGIN ...----- block`);
     return text;
   };
@@ -76,17 +71,19 @@ export function loadUpstreamAccess(f: UpstreamAccessFiles): UpstreamAccess {
   return access;
 }
 
-/** The key file: one `URL KEY` per line, each URL a configured upstream, none twice; errors name the file and line. */
-function readApiKeys(file: string, upstreams: readonly string[]): Map<string, string> {
-  const flag = '--upstream-api-keys-file';
-  let text: string;
+function readText(flag: string, file: string): string {
   try {
-    text = readFileSync(file, 'utf8');
+    return readFileSync(file, 'utf8');
   } catch (err) {
     throw new Error(`${flag}: cannot read '${file}': ${(err as Error).message}`, { cause: err });
   }
+}
+
+/** The key file: one `URL KEY` per line, each URL a configured upstream, none twice; errors name the file and line. */
+function readApiKeys(file: string, upstreams: readonly string[]): Map<string, string> {
+  const flag = '--upstream-api-keys-file';
   const keys = new Map<string, string>();
-  text.split('\n').forEach((raw, i) => {
+  readText(flag, file).split('\n').forEach((raw, i) => {
     const line = raw.trim();
     if (line === '' || line.startsWith('#')) return;
     const at = `${flag}: ${file} line ${i + 1}`;

@@ -106,13 +106,13 @@ export function registerGatewayCommand(program: Command): void {
 async function build(f: GatewayFlags, config: EffectiveConfig): Promise<Gateway> {
   if (f.upstream.length === 0) throw new StartupError('--upstream: give at least one upstream server URL (repeatable), or `upstream:` as a list in --config');
   const { normalizeUpstreamUrl } = await import('../../proxy/upstream.ts');
-  for (const u of f.upstream) {
+  const upstreams = f.upstream.map((u) => {
     try {
-      normalizeUpstreamUrl(u);
+      return normalizeUpstreamUrl(u);
     } catch (err) {
       throw new StartupError(`--upstream: ${(err as Error).message}`, { cause: err });
     }
-  }
+  });
   const weight = (name: string, v: string): number => number(name, v, (n) => n >= 0, 'a number ≥ 0');
   const maxInFlight = nonNegativeInt('upstream-max-inflight', f.upstreamMaxInflight);
   const slots = nonNegativeInt('upstream-slots', f.upstreamSlots);
@@ -122,7 +122,7 @@ async function build(f: GatewayFlags, config: EffectiveConfig): Promise<Gateway>
   const { loadUpstreamAccess } = await import('../../proxy/upstream-access.ts');
   let access;
   try {
-    access = loadUpstreamAccess({ apiKey: f.upstreamApiKey, apiKeysFile: f.upstreamApiKeysFile, upstreams: f.upstream.map(normalizeUpstreamUrl), caFile: f.upstreamCa, certFile: f.upstreamCert, keyFile: f.upstreamKey, verify: f.upstreamTlsVerify === 'on' });
+    access = loadUpstreamAccess({ apiKey: f.upstreamApiKey, apiKeysFile: f.upstreamApiKeysFile, upstreams, caFile: f.upstreamCa, certFile: f.upstreamCert, keyFile: f.upstreamKey, verify: f.upstreamTlsVerify === 'on' });
   } catch (err) {
     throw new StartupError((err as Error).message, { cause: err });
   }
