@@ -38,6 +38,8 @@ export interface StubUpstreamOptions {
   readonly tls?: { readonly key: string; readonly cert: string; readonly ca?: string };
   /** Answer 401 to every request (GET /health excepted) without `Authorization: Bearer <bearer>`. */
   readonly bearer?: string;
+  /** With autoRelease, send each whole stream (headers, events, end) in one socket write. */
+  readonly oneWrite?: boolean;
 }
 
 /** Generation requests open now (arrived, neither finished nor aborted) and the most at once since the last reset. */
@@ -83,6 +85,7 @@ export class StubUpstream {
   #server: http.Server;
   readonly #scheme: 'http' | 'https';
   readonly #bearer: string | null;
+  readonly #oneWrite: boolean;
   /** Requests answered 401 for a missing or wrong bearer token. */
   numUnauthorized = 0;
   #url = '';
@@ -98,6 +101,7 @@ export class StubUpstream {
     this.tokenDelayMs = opts.tokenDelayMs ?? 0;
     this.#counts = [this.open, ...(opts.alsoCount ?? [])];
     this.#bearer = opts.bearer ?? null;
+    this.#oneWrite = opts.oneWrite ?? false;
     const handle = (req: http.IncomingMessage, res: http.ServerResponse): void => this.#handle(req, res);
     const t = opts.tls;
     this.#scheme = t === undefined ? 'http' : 'https';
@@ -234,6 +238,8 @@ export class StubUpstream {
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id, object: chat ? 'chat.completion' : 'text_completion', model: this.model, choices: [choice], usage: { prompt_tokens: 3, completion_tokens: n, total_tokens: 3 + n } }));
       return;
     }
+    // One write: corked from the headers to the end, which uncorks (tokens released at once all come in this tick).
+    if (this.#oneWrite && this.autoRelease && this.tokenDelayMs === 0) res.cork();
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     if (fail === 'headers') {
       res.flushHeaders();

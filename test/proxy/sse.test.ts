@@ -2,6 +2,7 @@
 // (one per request, at the first text), ITL (one per later text event), E2E and the outcome show in
 // its /metrics under the same names as engine mode, with its upstream series beside them.
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { test } from 'node:test';
 import { request } from 'undici';
 import type { TestGateway } from '../helpers/gateway.ts';
@@ -52,3 +53,43 @@ test('SSE bytes arrive unchanged; TTFT, ITL and E2E measured by the gateway show
     await stub.stop();
   }
 });
+
+test('a stream that arrives whole leaves the gateway in one write: its events and its end together', async () => {
+  const stub = await new StubUpstream({ tokens: 4, autoRelease: true, oneWrite: true }).start();
+  let gw: TestGateway | null = null;
+  // Every write the gateway's client-facing sockets make (each is one system call when it goes out at once).
+  const proto = net.Socket.prototype as unknown as { _write: Flush; _writev: Flush };
+  const [write, writev] = [proto._write, proto._writev];
+  let port = -1;
+  const writes: string[] = [];
+  const counting = (name: string, f: Flush): Flush =>
+    function (this: net.Socket, ...args) {
+      if (this.localPort === port) writes.push(name);
+      return f.apply(this, args);
+    };
+  try {
+    gw = await startTestGateway([stub.url]);
+    port = Number(new URL(gw.url).port);
+    const body = JSON.stringify({ model: 'stub-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4, stream: true });
+    const send = async (): Promise<string> => {
+      const res = await request(`${gw!.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      assert.equal(res.statusCode, 200);
+      return res.body.text();
+    };
+    await send(); // connections open, code warm
+    proto._write = counting('write', write);
+    proto._writev = counting('writev', writev);
+    const text = await send();
+    proto._write = write;
+    proto._writev = writev;
+    assert.ok(text.includes(' t3') && text.endsWith('data: [DONE]\n\n'), 'the whole stream arrived');
+    assert.deepEqual(writes, ['writev'], 'headers, events and the end of the response in one write');
+  } finally {
+    proto._write = write;
+    proto._writev = writev;
+    await gw?.close();
+    await stub.stop();
+  }
+});
+
+type Flush = (this: net.Socket, ...args: unknown[]) => unknown;
