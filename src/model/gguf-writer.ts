@@ -4,7 +4,8 @@
 // Layout written:
 //   "GGUF" u32(3) u64(nTensors) u64(nKv) | kv* | tensorInfo* | pad to alignment | data (each tensor aligned)
 // A tensor info's dims list the row length first (ne0), as ggml does.
-import { closeSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { bug } from '../util/bug.ts';
 
 /** ggml tensor types this writer produces. */
@@ -165,6 +166,8 @@ export function writeGguf(path: string, metadata: ReadonlyMap<string, KvValue>, 
   }
   head.pad(GGUF_ALIGNMENT);
 
+  // A folder that does not exist yet is made (`model make --out models/tiny.gguf` on a fresh clone).
+  mkdirSync(dirname(path), { recursive: true });
   const tmp = `${path}.tmp-${process.pid}`;
   const fd = openSync(tmp, 'w');
   let written = 0;

@@ -113,3 +113,12 @@ test('the SPM vocabulary has unique tokens, 256 byte tokens in order, and every 
     }
   }
 });
+
+test('writeGguf makes the folders of a path that does not exist yet', () => {
+  withTmp((dir) => {
+    const path = join(dir, 'models', 'nested', 'empty.gguf');
+    const bytes = writeGguf(path, new Map<string, KvValue>([['general.architecture', { type: 'string', value: 'llama' }]]), []);
+    assert.equal(readFileSync(path).length, bytes);
+    assert.equal(readFileSync(path).subarray(0, 4).toString('latin1'), 'GGUF');
+  });
+});
