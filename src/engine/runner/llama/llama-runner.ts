@@ -48,7 +48,7 @@ export interface LlamaRunnerOptions {
   readonly inlineStepMs?: number;
   /** Addon path (default native/build/Release/headroom_llama.node); tests point it elsewhere. */
   readonly addonPath?: string;
-  /** Pass all llama.cpp logs through (default: warnings and errors only). */
+  /** Pass all llama.cpp logs through (default: warnings and errors only, or all with HEADROOM_LLAMA_LOG=1 in the environment). */
   readonly verbose?: boolean;
 }
 
@@ -170,7 +170,7 @@ export class LlamaRunner implements Runner {
       nUbatch: microBatchTokens,
       threads,
       threadsBatch: threads,
-      verbose: opts.verbose ?? false,
+      verbose: opts.verbose ?? process.env['HEADROOM_LLAMA_LOG'] === '1',
       allowBeyondTrained: opts.contextBeyondTrained === true,
       threadPool: opts.threadPool ?? true,
       ...(opts.threadPoll === undefined ? {} : { threadPoll: opts.threadPoll }),
