@@ -3,12 +3,19 @@
 // i/rate, late or not), `total` of them through `pool`. A 200 response's TTFT runs from its intended
 // send time to the first body chunk holding `data:`, so a client or proxy that falls behind pays
 // for it; any other status, or a failed request, is an error.
+//
+// How the loop waits for the next arrival: `spin` (the default) checks again at once
+// (setImmediate), sending each arrival within microseconds of its time but holding a whole core;
+// `sleep` waits on a timer (Node's timers fire a millisecond or so late), so arrivals go out up to
+// ~1 ms late — counted in every arm's TTFT alike, since TTFT runs from the intended time — and the
+// client leaves the machine's other cores to the servers it measures. `slips` gets each
+// arrival's lateness (actual send − intended, ms).
 import type { Pool } from 'undici';
 
 const BODY = JSON.stringify({ model: 'stub-model', stream: true, max_tokens: 4, messages: [{ role: 'user', content: 'How far is the river from the stone?' }] });
 
 /** Runs the loop; `ttft(i, ms)` for each request i that answered 200; resolves with the number of errors. */
-export async function openLoop(pool: Pool, rate: number, total: number, ttft: (i: number, ms: number) => void): Promise<number> {
+export async function openLoop(pool: Pool, rate: number, total: number, ttft: (i: number, ms: number) => void, wait: 'spin' | 'sleep' = 'spin', slips: number[] | null = null): Promise<number> {
   const t0 = performance.now() + 20;
   const inflight: Promise<void>[] = [];
   let errors = 0;
@@ -33,10 +40,13 @@ export async function openLoop(pool: Pool, rate: number, total: number, ttft: (i
       const now = performance.now();
       while (next < total && t0 + (next * 1000) / rate <= now) {
         const i = next++;
-        inflight.push(one(i, t0 + (i * 1000) / rate));
+        const intended = t0 + (i * 1000) / rate;
+        slips?.push(performance.now() - intended);
+        inflight.push(one(i, intended));
       }
-      if (next < total) setImmediate(tick);
-      else done();
+      if (next >= total) done();
+      else if (wait === 'spin') setImmediate(tick);
+      else setTimeout(tick, Math.max(0, t0 + (next * 1000) / rate - performance.now()));
     };
     tick();
   });
