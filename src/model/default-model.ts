@@ -3,7 +3,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { makeModel } from './make-model.ts';
+import { makeModel, modelName } from './make-model.ts';
 import { PRESETS } from './presets.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -16,7 +16,7 @@ export function ensureDefaultModel(path: string = DEFAULT_MODEL_PATH): Promise<s
   if (!existsSync(path)) {
     mkdirSync(dirname(path), { recursive: true });
     // writeGguf renames a finished temporary file into place, so concurrent callers never see half a model.
-    makeModel({ shape: PRESETS.tiny, quant: 'f16', seed: DEFAULT_MODEL_SEED, out: path, name: 'headroom-tiny' });
+    makeModel({ shape: PRESETS.tiny, quant: 'f16', seed: DEFAULT_MODEL_SEED, out: path, name: modelName('tiny', 'f16') });
   }
   return Promise.resolve(path);
 }

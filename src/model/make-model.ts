@@ -44,6 +44,15 @@ function validateShape(s: ModelShape, quant: Quant): void {
   }
 }
 
+/**
+ * The name a generated model carries (general.name): `headroom-<preset>`, with `-<quant>` unless
+ * F16. `model make --preset tiny` therefore writes the default model's exact bytes (same name,
+ * quant and seed 0), so admission artifacts fitted on one load on the other.
+ */
+export function modelName(preset: string, quant: Quant): string {
+  return quant === 'f16' ? `headroom-${preset}` : `headroom-${preset}-${quant}`;
+}
+
 export function makeModel(opts: MakeModelOptions): MadeModel {
   const { shape: s, quant, seed } = opts;
   if (!Number.isInteger(seed) || seed < 0) throw new Error(`seed: expected a non-negative integer, got ${seed}`);

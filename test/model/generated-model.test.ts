@@ -1,9 +1,14 @@
 // Generated models load in llama.cpp and produce varied, valid tokens (F16 and Q8_0).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { ensureDefaultModel } from '../../src/model/default-model.ts';
 import { makeModel } from '../../src/model/make-model.ts';
 import { PRESETS } from '../../src/model/presets.ts';
 import { LlamaRunner } from '../../src/engine/runner/llama/llama-runner.ts';
@@ -35,3 +40,16 @@ for (const quant of ['f16', 'q8_0'] as const) {
     }
   });
 }
+
+test('`model make --preset tiny` writes the default model byte for byte (admission artifacts name its hash)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'headroom-model-'));
+  try {
+    const out = join(dir, 'tiny.gguf');
+    const root = fileURLToPath(new URL('../../', import.meta.url));
+    await promisify(execFile)(process.execPath, ['bin/headroom.mjs', 'model', 'make', '--preset', 'tiny', '--out', out], { cwd: root, timeout: 120_000 });
+    const sha = (path: string): string => createHash('sha256').update(readFileSync(path)).digest('hex');
+    assert.equal(sha(out), sha(await ensureDefaultModel()));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -2,7 +2,7 @@
 import { Option } from 'commander';
 import type { Command } from 'commander';
 import { resolve } from 'node:path';
-import { makeModel, QUANTS } from '../../model/make-model.ts';
+import { makeModel, modelName, QUANTS } from '../../model/make-model.ts';
 import type { Quant } from '../../model/make-model.ts';
 import { isPresetName, PRESET_NAMES, PRESETS } from '../../model/presets.ts';
 
@@ -33,7 +33,7 @@ export function registerModelCommands(program: Command): void {
         quant: opts.quant as Quant,
         seed,
         out,
-        name: `headroom-${opts.preset}-${opts.quant}`,
+        name: modelName(opts.preset, opts.quant as Quant),
       });
       const mib = (made.bytes / 2 ** 20).toFixed(1);
       const params = (made.numParams / 1e6).toFixed(1);
