@@ -137,11 +137,10 @@ export class ForwardHandler {
       const places = backend.placements?.(env.model, env.affinityKey) ?? [];
       let chosen = places.length === 0 ? null : view(places[0]!);
       // The picked upstream's bound does not fit, another's does: decide on that one instead of refusing.
-      const fits = admission.fits?.bind(admission);
-      if (!bypass && fits !== undefined && chosen !== null && places.length > 1 && !fits(ctx, chosen.snapshot, chosen.features)) {
+      if (!bypass && admission.fits !== undefined && chosen !== null && places.length > 1 && !admission.fits(ctx, chosen.snapshot, chosen.features)) {
         for (const other of places.slice(1)) {
           const v = view(other);
-          if (!fits(ctx, v.snapshot, v.features)) continue;
+          if (!admission.fits(ctx, v.snapshot, v.features)) continue;
           chosen = v;
           facts.rerouted = true;
           break;
