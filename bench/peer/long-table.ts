@@ -1,7 +1,10 @@
 // The long-prompt comparison's table (bench/peer/long.sh): per rate and system, the median over
 // seeds of TTFT p50, ITL p50, E2E p50 and p99 and goodput at the SLO, with the range over seeds;
-// then each Headroom configuration / llama-server, paired by seed (median and range). Reads each run's
-// summary.json (written by `headroom bench run --json`, computed with the SLO given there).
+// then each Headroom configuration / llama-server, paired by seed (median and range). A replica
+// (`<config>+<tag>` in long.sh: the same configuration run again in the same rotation) is also paired
+// with its original: that ratio is what the comparison reads for two identical systems, its noise
+// floor. Reads each run's summary.json (written by `headroom bench run --json`, computed with the
+// SLO given there).
 //
 //   node --import tsx bench/peer/long-table.ts results/per-token/peer-long
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -21,7 +24,10 @@ const metrics: { key: Metric; label: string; digits: number }[] = [
 
 const seeds = readdirSync(root).filter((d) => d.startsWith('seed-')).sort();
 const rates = [...new Set(seeds.flatMap((s) => readdirSync(join(root, s)).filter((d) => d.startsWith('rate-'))))].sort((a, b) => Number(a.slice(5)) - Number(b.slice(5)));
-const systems = KNOWN.filter((sys) => seeds.some((s) => rates.some((r) => existsSync(join(root, s, r, sys, 'summary.json')))));
+const present = (sys: string): boolean => seeds.some((s) => rates.some((r) => existsSync(join(root, s, r, sys, 'summary.json'))));
+const dirs = new Set(seeds.flatMap((s) => rates.flatMap((r) => (existsSync(join(root, s, r)) ? readdirSync(join(root, s, r)) : []))));
+const replicasOf = (sys: string): string[] => [...dirs].filter((d) => d.startsWith(`${sys}+`)).sort();
+const systems = KNOWN.flatMap((sys) => [sys, ...replicasOf(sys)]).filter(present);
 const read = (seed: string, rate: string, sys: string): Record<string, number | string> | null => {
   const f = join(root, seed, rate, sys, 'summary.json');
   return existsSync(f) ? (JSON.parse(readFileSync(f, 'utf8')) as Record<string, number | string>) : null;
@@ -44,8 +50,8 @@ for (const rate of rates) {
     console.log(`| ${rate.slice(5)} | ${sys} | ${metrics.map((m) => cell(runs.map((r) => num(r[m.key])), m.digits)).join(' | ')} |`);
   }
 }
-for (const mine of systems.filter((x) => x !== 'llama-server')) {
-  console.log(`\n${mine} / llama-server, paired by seed: median (range).\n`);
+function pairTable(mine: string, base: string): void {
+  console.log(`\n${mine} / ${base}, paired by seed: median (range).\n`);
   console.log(`| rate | ${metrics.map((m) => m.label).join(' | ')} |`);
   console.log(`|---|${metrics.map(() => '---').join('|')}|`);
   for (const rate of rates) {
@@ -53,7 +59,7 @@ for (const mine of systems.filter((x) => x !== 'llama-server')) {
       const rs: number[] = [];
       for (const s of seeds) {
         const h = read(s, rate, mine);
-        const l = read(s, rate, 'llama-server');
+        const l = read(s, rate, base);
         if (h === null || l === null) continue;
         const a = num(h[m.key]);
         const b = num(l[m.key]);
@@ -64,6 +70,8 @@ for (const mine of systems.filter((x) => x !== 'llama-server')) {
     console.log(`| ${rate.slice(5)} | ${cells.join(' | ')} |`);
   }
 }
+for (const mine of systems.filter((x) => x !== 'llama-server')) pairTable(mine, 'llama-server');
+for (const mine of systems.filter((x) => x.includes('+') && !x.startsWith('llama-server+'))) pairTable(mine, mine.slice(0, mine.indexOf('+')));
 const peak = (sys: string): number[] => seeds.map((s) => Math.max(...rates.map((r) => num(read(s, r, sys)?.['request_goodput']) || 0)));
 const pl = peak('llama-server');
 for (const mine of systems.filter((x) => x !== 'llama-server')) {

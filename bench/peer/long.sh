@@ -19,7 +19,9 @@
 # prompt goes in whole beside the decoding requests instead of 256 tokens a step); headroom-inline,
 # headroom-lean with --inline-step-ms $INLINE_MS (default 5: steps that short run on the event-loop
 # thread, without the two thread hand-offs; the serve default since); headroom-pool, headroom-admit
-# with --inline-step-ms 0 (every step on a libuv pool thread, the default before).
+# with --inline-step-ms 0 (every step on a libuv pool thread, the default before). Any of them
+# followed by +<tag> (e.g. llama-server+b) is run again as a replica: its ratio to the original is
+# the comparison's noise floor.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 : "${MODEL:=models/tiny.gguf}" "${CTX:=16384}" "${PARALLEL:=8}" "${TOKENS_PER_WORD:=1.14}" "${SLO_MS:=4000}" "${DURATION_S:=40}"
@@ -44,7 +46,9 @@ for seed in "${seeds[@]}"; do
     for ((j = 0; j < n; j++)); do
       cfg=${configs[$(((j + k) % n))]}
       dir=$out/seed-$seed/rate-$rate/$cfg
-      case $cfg in
+      # <config>+<tag>: a replica, the same configuration run again in the rotation (the table pairs
+      # it with its original: what the ratios read for two identical systems).
+      case ${cfg%%+*} in
         headroom) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained ;;
         headroom-host) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained --cache-host-tokens "$HOST_TOKENS" ;;
         headroom-admit) run_peer $port "$dir" "$rate" headroom "${admit[@]}" ;;

@@ -1,5 +1,7 @@
 #include "context.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -65,6 +67,7 @@ Napi::Function HeadroomLlama::Init(Napi::Env env) {
                          InstanceMethod<&HeadroomLlama::SeqStateGet>("seqStateGet"),
                          InstanceMethod<&HeadroomLlama::SeqStateSet>("seqStateSet"),
                          InstanceMethod<&HeadroomLlama::MemoryClear>("memoryClear"),
+                         InstanceMethod<&HeadroomLlama::PauseThreads>("pauseThreads"),
                          InstanceMethod<&HeadroomLlama::Tokenize>("tokenize"),
                          InstanceMethod<&HeadroomLlama::TokenizeAsync>("tokenizeAsync"),
                          InstanceMethod<&HeadroomLlama::ChatTokenizeAsync>("chatTokenizeAsync"),
@@ -149,6 +152,17 @@ HeadroomLlama::HeadroomLlama(const Napi::CallbackInfo& info) : Napi::ObjectWrap<
     ggml_backend_reg_t reg = cpu != nullptr ? ggml_backend_dev_backend_reg(cpu) : nullptr;
     auto* newFn = reg != nullptr ? reinterpret_cast<decltype(ggml_threadpool_new)*>(ggml_backend_reg_get_proc_address(reg, "ggml_threadpool_new")) : nullptr;
     auto* freeFn = reg != nullptr ? reinterpret_cast<decltype(ggml_threadpool_free)*>(ggml_backend_reg_get_proc_address(reg, "ggml_threadpool_free")) : nullptr;
+    // The registry does not hand out ggml_threadpool_pause; the library that holds
+    // ggml_threadpool_new exports it, so it is looked up there (absent: the pool is never paused).
+    decltype(ggml_threadpool_pause)* pauseFn = nullptr;
+    Dl_info where{};
+    if (newFn != nullptr && dladdr(reinterpret_cast<void*>(newFn), &where) != 0 && where.dli_fname != nullptr) {
+      void* lib = dlopen(where.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+      if (lib != nullptr) {
+        pauseFn = reinterpret_cast<decltype(ggml_threadpool_pause)*>(dlsym(lib, "ggml_threadpool_pause"));
+        dlclose(lib);  // drops the reference RTLD_NOLOAD took; the backend keeps the library loaded
+      }
+    }
     if (newFn != nullptr && freeFn != nullptr) {
       ggml_threadpool_params tpp = ggml_threadpool_params_default(std::max(threads_, threadsBatch_));
       const int32_t poll = intOpt(o, "threadPoll", -1);
@@ -156,6 +170,7 @@ HeadroomLlama::HeadroomLlama(const Napi::CallbackInfo& info) : Napi::ObjectWrap<
       threadpoolPoll_ = static_cast<int32_t>(tpp.poll);
       threadpool_ = newFn(&tpp);
       threadpoolFree_ = freeFn;
+      threadpoolPause_ = pauseFn;
       if (threadpool_ != nullptr) llama_attach_threadpool(ctx_, threadpool_, nullptr);
     }
   }
@@ -433,6 +448,18 @@ Napi::Value HeadroomLlama::SeqPosMax(const Napi::CallbackInfo& info) {
   const int32_t seq = info[0].As<Napi::Number>().Int32Value();
   checkSeq(env, seq);
   return Napi::Number::New(env, llama_memory_seq_pos_max(llama_get_memory(ctx_), seq));
+}
+
+// pauseThreads() -> bool: the engine has nothing to compute. Between graphs ggml's pool threads
+// poll for the next one (at the default level 50, ~130 ms of a core after the last decode on this
+// machine) before they sleep; paused, they sleep at once, and the next decode wakes them. False
+// when there is no pool to pause. Never with a decode in flight.
+Napi::Value HeadroomLlama::PauseThreads(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  checkUsable(env, "pauseThreads");
+  if (threadpool_ == nullptr || threadpoolPause_ == nullptr) return Napi::Boolean::New(env, false);
+  threadpoolPause_(threadpool_);
+  return Napi::Boolean::New(env, true);
 }
 
 // seqStateGet(seq) -> Buffer: the sequence's cells (positions, then K and V per layer) as

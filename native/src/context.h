@@ -59,6 +59,7 @@ class HeadroomLlama : public Napi::ObjectWrap<HeadroomLlama> {
   Napi::Value SeqStateGet(const Napi::CallbackInfo& info);
   Napi::Value SeqStateSet(const Napi::CallbackInfo& info);
   Napi::Value MemoryClear(const Napi::CallbackInfo& info);
+  Napi::Value PauseThreads(const Napi::CallbackInfo& info);
   Napi::Value Tokenize(const Napi::CallbackInfo& info);
   Napi::Value TokenizeAsync(const Napi::CallbackInfo& info);
   Napi::Value ChatTokenizeAsync(const Napi::CallbackInfo& info);
@@ -88,6 +89,9 @@ class HeadroomLlama : public Napi::ObjectWrap<HeadroomLlama> {
   // how it polls for work between graphs (0 = sleep at once, 100 = spin hardest).
   ggml_threadpool* threadpool_ = nullptr;
   void (*threadpoolFree_)(ggml_threadpool*) = nullptr;
+  // ggml_threadpool_pause: the pool's threads stop polling and sleep until the next graph, which
+  // resumes them (ggml's kickoff does). Null when the backend does not export it.
+  void (*threadpoolPause_)(ggml_threadpool*) = nullptr;
   int32_t threadpoolPoll_ = -1;
   bool busy_ = false;
   std::unique_ptr<FastTokenizer> tokenizer_;

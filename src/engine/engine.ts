@@ -344,6 +344,7 @@ export class Engine {
     if (plan.runner.items.length === 0 && plan.runner.kvOps.length === 0) {
       this.#flush();
       this.#notifyIdle();
+      this.runner.idle?.();
       await this.#sleep(plan.wakeAtMs === null ? null : Math.max(0, plan.wakeAtMs - t0));
       return;
     }

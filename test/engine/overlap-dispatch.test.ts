@@ -88,3 +88,26 @@ test('the event loop gets a turn between steps even when the runner answers at o
   assert.equal(out[0]!.tokens.length, 200);
   assert.ok(tokensAtTimer >= 0 && tokensAtTimer < 200, `a 0 ms timer fired after ${tokensAtTimer} of 200 tokens`);
 });
+
+test('the engine tells the runner it is idle when its loop goes to sleep, never between a request\'s steps', async () => {
+  const runner = new MockRunner({ cost: { speed: 0 } });
+  const events: string[] = [];
+  const execute = runner.execute.bind(runner);
+  runner.execute = (plan): Promise<StepResult> => {
+    events.push(plan.items.length > 0 ? 'step' : 'kv');
+    return execute(plan);
+  };
+  Object.assign(runner, { idle: () => events.push('idle') });
+  const e = engine(false, runner);
+  e.start();
+  for (const name of ['a', 'b']) {
+    const out: Outcome[] = [];
+    e.submit(makeRequest(e, { prompt: `request ${name}`, maxTokens: 4 }, name, out), () => {});
+    await e.whenIdle();
+    await new Promise((r) => setImmediate(r));
+  }
+  await e.stop();
+  // Per request: a prefill and 3 decode steps, the step that frees its cells, then the loop sleeps.
+  const perRequest = ['step', 'step', 'step', 'step', 'kv', 'idle'];
+  assert.deepEqual(events.slice(events.indexOf('step')), [...perRequest, ...perRequest]);
+});

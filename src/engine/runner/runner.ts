@@ -34,5 +34,10 @@ export interface Runner {
   /** The model's tokenizer (shares the loaded model; usable without running a step). */
   readonly tokenizer: Tokenizer;
   execute(plan: RunnerPlan): Promise<StepResult>;
+  /**
+   * The engine has nothing to compute until a later execute() (its loop is going to sleep): a
+   * runner may stop what it keeps busy between steps. Never called with a step in flight.
+   */
+  idle?(): void;
   close(): Promise<void>;
 }

@@ -9,8 +9,8 @@ import { fileURLToPath } from 'node:url';
 const require = createRequire(import.meta.url);
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..');
 
-/** The addon's interface version (native/src/addon.cpp): 3 added the sampler config object, checkGrammar and log-probabilities; 4 decodeSync and the hand-off times. */
-export const ADDON_ABI_VERSION = 4;
+/** The addon's interface version (native/src/addon.cpp): 3 added the sampler config object, checkGrammar and log-probabilities; 4 decodeSync and the hand-off times; 5 pauseThreads. */
+export const ADDON_ABI_VERSION = 5;
 
 /** Where `npm install` (scripts/build-native.mjs) puts the addon. */
 export const DEFAULT_ADDON_PATH = join(repoRoot, 'native', 'build', 'Release', 'headroom_llama.node');
@@ -148,6 +148,8 @@ export interface AddonContext {
   /** llama_state_seq_set_data: cells from seqStateGet placed back as `seq`'s; false when too few cells are free (or the bytes are another context's). */
   seqStateSet(seq: number, bytes: Buffer): boolean;
   memoryClear(): void;
+  /** ggml_threadpool_pause: the pool's threads sleep now instead of polling for the next graph (the next decode wakes them); false without a pool. */
+  pauseThreads(): boolean;
   /** On the calling thread; `viaLlama` bypasses the linear tokenizer (tests compare the two). */
   tokenize(text: string, addSpecial: boolean, parseSpecial: boolean, viaLlama?: boolean): Int32Array;
   /** Special tokens parsed; runs on the libuv pool. */

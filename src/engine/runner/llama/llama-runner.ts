@@ -145,6 +145,7 @@ export class LlamaRunner implements Runner {
   #inflight: Promise<AddonDecodeResult> | null = null;
   #closed = false;
   #lastTiming: StepTiming | null = null;
+  #numPauses = 0;
   readonly #inlineStepMs: number;
   /** Per row count (index), a running average of the worker body's ms, or -1 before one ran. */
   readonly #stepMsByRows: Float64Array;
@@ -291,6 +292,21 @@ export class LlamaRunner implements Runner {
     const sampled = plan.items.map((item) => (item.sample ? res.sampled[k++]! : null));
     const logprobs = res.topIds.length > 0 || res.chosenLogprob.some((v) => !Number.isNaN(v)) ? unpackLogprobs(plan, res) : null;
     return { ok: true, sampled, ...(logprobs === null ? {} : { logprobs }), computeMs: res.decodeUs / 1000 };
+  }
+
+  /**
+   * The engine is going to sleep: ggml's pool threads stop polling for the next graph now rather
+   * than after ggml's polling budget (at its default level, ~130 ms of a core after every burst of
+   * steps on a 2-core machine, docs/per-token.md §12). The next decode wakes them.
+   */
+  idle(): void {
+    if (this.#closed || this.#inflight !== null) return;
+    if (this.#ctx.pauseThreads()) this.#numPauses++;
+  }
+
+  /** How many times idle() paused the thread pool (for tests and /stats). */
+  get numPauses(): number {
+    return this.#numPauses;
   }
 
   /** A step of `numRows` rows runs on the JS thread when such steps have lately taken at most inlineStepMs. */
