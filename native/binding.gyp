@@ -5,7 +5,7 @@
   "targets": [
     {
       "target_name": "headroom_llama",
-      "sources": ["src/addon.cpp", "src/context.cpp", "src/decode_worker.cpp", "src/fast_tokenizer.cpp", "src/tokenize_worker.cpp"],
+      "sources": ["src/addon.cpp", "src/context.cpp", "src/host_bytes.cpp", "src/decode_worker.cpp", "src/fast_tokenizer.cpp", "src/tokenize_worker.cpp"],
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")",
         "vendor/llama.cpp/include",

@@ -6,7 +6,7 @@
 
 Napi::Object InitAll(Napi::Env env, Napi::Object exports) {
   exports.Set("HeadroomLlama", HeadroomLlama::Init(env));
-  exports.Set("abiVersion", Napi::Number::New(env, 5));
+  exports.Set("abiVersion", Napi::Number::New(env, 6));
   return exports;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "decode_worker.h"
+#include "host_bytes.h"
 #include "tokenize_worker.h"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
@@ -68,6 +69,8 @@ Napi::Function HeadroomLlama::Init(Napi::Env env) {
                          InstanceMethod<&HeadroomLlama::SeqStateSet>("seqStateSet"),
                          InstanceMethod<&HeadroomLlama::MemoryClear>("memoryClear"),
                          InstanceMethod<&HeadroomLlama::PauseThreads>("pauseThreads"),
+                         InstanceMethod<&HeadroomLlama::PrepareHostBytes>("prepareHostBytes"),
+                         InstanceMethod<&HeadroomLlama::HostBytesStats>("hostBytesStats"),
                          InstanceMethod<&HeadroomLlama::Tokenize>("tokenize"),
                          InstanceMethod<&HeadroomLlama::TokenizeAsync>("tokenizeAsync"),
                          InstanceMethod<&HeadroomLlama::ChatTokenizeAsync>("chatTokenizeAsync"),
@@ -471,10 +474,37 @@ Napi::Value HeadroomLlama::SeqStateGet(const Napi::CallbackInfo& info) {
   const int32_t seq = info[0].As<Napi::Number>().Int32Value();
   checkSeq(env, seq);
   const size_t size = llama_state_seq_get_size(ctx_, seq);
-  Napi::Buffer<uint8_t> buf = Napi::Buffer<uint8_t>::New(env, size);
-  const size_t written = llama_state_seq_get_data(ctx_, buf.Data(), size, seq);
-  if (written == 0 || written > size) throw Napi::Error::New(env, "llama_state_seq_get_data wrote " + std::to_string(written) + " of " + std::to_string(size) + " bytes");
-  return written == size ? buf : Napi::Buffer<uint8_t>::Copy(env, buf.Data(), written);
+  bool warm = false;
+  hostbytes::Mapping* m = hostbytes::take(size, &warm);
+  if (m == nullptr) throw Napi::Error::New(env, "seqStateGet: could not map " + std::to_string(size) + " bytes of host memory");
+  const size_t written = llama_state_seq_get_data(ctx_, static_cast<uint8_t*>(m->base), size, seq);
+  if (written == 0 || written > size) {
+    hostbytes::release(m);
+    throw Napi::Error::New(env, "llama_state_seq_get_data wrote " + std::to_string(written) + " of " + std::to_string(size) + " bytes");
+  }
+  return hostbytes::wrap(env, m, written);
+}
+
+// prepareHostBytes(size) -> bool: when idle, make sure a warm mapping of `size` bytes waits for the
+// next seqStateGet (host_bytes.h); false when one exists or a fill is already running.
+Napi::Value HeadroomLlama::PrepareHostBytes(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const double size = info[0].As<Napi::Number>().DoubleValue();
+  if (!(size >= 0 && size <= 1e12)) throw Napi::RangeError::New(env, "prepareHostBytes: expected a byte count");
+  return Napi::Boolean::New(env, hostbytes::prefill(env, static_cast<size_t>(size)));
+}
+
+// hostBytesStats() -> { numWarm, warmBytes, numFills, numWarmTakes, numColdTakes } (process-wide).
+Napi::Value HeadroomLlama::HostBytesStats(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const hostbytes::Stats s = hostbytes::stats();
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("numWarm", Napi::Number::New(env, static_cast<double>(s.numWarm)));
+  o.Set("warmBytes", Napi::Number::New(env, static_cast<double>(s.warmBytes)));
+  o.Set("numFills", Napi::Number::New(env, static_cast<double>(s.numFills)));
+  o.Set("numWarmTakes", Napi::Number::New(env, static_cast<double>(s.numWarmTakes)));
+  o.Set("numColdTakes", Napi::Number::New(env, static_cast<double>(s.numColdTakes)));
+  return o;
 }
 
 // seqStateSet(seq, bytes) -> boolean: the cells seqStateGet wrote, placed back into the cache as

@@ -60,6 +60,8 @@ class HeadroomLlama : public Napi::ObjectWrap<HeadroomLlama> {
   Napi::Value SeqStateSet(const Napi::CallbackInfo& info);
   Napi::Value MemoryClear(const Napi::CallbackInfo& info);
   Napi::Value PauseThreads(const Napi::CallbackInfo& info);
+  Napi::Value PrepareHostBytes(const Napi::CallbackInfo& info);
+  Napi::Value HostBytesStats(const Napi::CallbackInfo& info);
   Napi::Value Tokenize(const Napi::CallbackInfo& info);
   Napi::Value TokenizeAsync(const Napi::CallbackInfo& info);
   Napi::Value ChatTokenizeAsync(const Napi::CallbackInfo& info);

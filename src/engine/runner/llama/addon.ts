@@ -9,8 +9,8 @@ import { fileURLToPath } from 'node:url';
 const require = createRequire(import.meta.url);
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..');
 
-/** The addon's interface version (native/src/addon.cpp): 3 added the sampler config object, checkGrammar and log-probabilities; 4 decodeSync and the hand-off times; 5 pauseThreads. */
-export const ADDON_ABI_VERSION = 5;
+/** The addon's interface version (native/src/addon.cpp): 3 added the sampler config object, checkGrammar and log-probabilities; 4 decodeSync and the hand-off times; 5 pauseThreads; 6 warm host memory (prepareHostBytes, hostBytesStats). */
+export const ADDON_ABI_VERSION = 6;
 
 /** Where `npm install` (scripts/build-native.mjs) puts the addon. */
 export const DEFAULT_ADDON_PATH = join(repoRoot, 'native', 'build', 'Release', 'headroom_llama.node');
@@ -150,6 +150,10 @@ export interface AddonContext {
   memoryClear(): void;
   /** ggml_threadpool_pause: the pool's threads sleep now instead of polling for the next graph (the next decode wakes them); false without a pool. */
   pauseThreads(): boolean;
+  /** Idle time: map and touch `bytes` of host memory on a libuv pool thread for the next seqStateGet (native/src/host_bytes.h); false when warm memory that large waits already or a fill runs. */
+  prepareHostBytes(bytes: number): boolean;
+  /** The process-wide warm host memory: mappings waiting, their bytes, fills done, saves into warm and into fresh memory. */
+  hostBytesStats(): AddonHostBytesStats;
   /** On the calling thread; `viaLlama` bypasses the linear tokenizer (tests compare the two). */
   tokenize(text: string, addSpecial: boolean, parseSpecial: boolean, viaLlama?: boolean): Int32Array;
   /** Special tokens parsed; runs on the libuv pool. */
@@ -165,6 +169,14 @@ export interface AddonContext {
   applyChatTemplate(messages: readonly { role: string; content: string }[], template: string): string | null;
   info(): AddonContextInfo;
   close(): void;
+}
+
+export interface AddonHostBytesStats {
+  readonly numWarm: number;
+  readonly warmBytes: number;
+  readonly numFills: number;
+  readonly numWarmTakes: number;
+  readonly numColdTakes: number;
 }
 
 export interface LlamaAddon {

@@ -13,7 +13,7 @@ import { basename } from 'node:path';
 import type { Runner, RunnerInfo } from '../runner.ts';
 import type { RunnerPlan, StepItem, StepResult, TokenLogprob } from '../../plan.ts';
 import { loadLlamaAddon, llamaBinsDir } from './addon.ts';
-import type { AddonContext, AddonContextOptions, AddonDecodeResult, AddonSamplerConfig, LlamaAddon } from './addon.ts';
+import type { AddonContext, AddonContextOptions, AddonDecodeResult, AddonHostBytesStats, AddonSamplerConfig, LlamaAddon } from './addon.ts';
 import { LlamaTokenizer } from './llama-tokenizer.ts';
 import { bug } from '../../../util/bug.ts';
 
@@ -146,6 +146,8 @@ export class LlamaRunner implements Runner {
   #closed = false;
   #lastTiming: StepTiming | null = null;
   #numPauses = 0;
+  /** Bytes of the largest sequence saved to host memory so far (0: the host tier is unused). */
+  #largestSave = 0;
   readonly #inlineStepMs: number;
   /** Per row count (index), a running average of the worker body's ms, or -1 before one ran. */
   readonly #stepMsByRows: Float64Array;
@@ -216,7 +218,9 @@ export class LlamaRunner implements Runner {
       } else if (op.kind === 'remove') {
         if (!this.#ctx.seqRemove(op.seqId, op.p0, op.p1)) return { ok: false, reason: 'backend_error', message: `llama_memory_seq_rm refused seq ${op.seqId} [${op.p0}, ${op.p1})` };
       } else if (op.kind === 'save') {
-        this.#host.set(op.key, this.#ctx.seqStateGet(op.seqId));
+        const bytes = this.#ctx.seqStateGet(op.seqId);
+        this.#host.set(op.key, bytes);
+        if (bytes.length > this.#largestSave) this.#largestSave = bytes.length;
       } else if (op.kind === 'load') {
         const bytes = this.#host.get(op.key);
         if (bytes === undefined) bug(`load of host entry ${op.key}, which was never saved or was dropped`);
@@ -302,6 +306,14 @@ export class LlamaRunner implements Runner {
   idle(): void {
     if (this.#closed || this.#inflight !== null) return;
     if (this.#ctx.pauseThreads()) this.#numPauses++;
+    // With the host tier in use, the next save copies into memory made ready now, off this thread
+    // (a save into fresh pages cost ~17 µs a token here: native/src/host_bytes.h).
+    if (this.#largestSave > 0) this.#ctx.prepareHostBytes(this.#largestSave);
+  }
+
+  /** The process-wide warm host memory for saved sequences (native/src/host_bytes.h). */
+  hostBytesStats(): AddonHostBytesStats {
+    return this.#ctx.hostBytesStats();
   }
 
   /** How many times idle() paused the thread pool (for tests and /stats). */

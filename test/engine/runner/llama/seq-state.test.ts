@@ -96,3 +96,34 @@ test('restoring into a cache with too few free cells is refused and changes noth
     ctx.close();
   }
 });
+
+test('warm host memory: after prepareHostBytes a save copies into the touched mapping, and it restores exactly', async () => {
+  const ctx = await open(1024);
+  try {
+    const prompt = promptOf(ctx, 200);
+    const first = await feed(ctx, 0, prompt, 0);
+    const cold = ctx.seqStateGet(0);
+    // A fill of a mapping at least this large, on a libuv pool thread (unless the process-wide warm
+    // set already holds one: a collected Buffer of an earlier test returns its mapping there).
+    const before = ctx.hostBytesStats();
+    if (ctx.prepareHostBytes(cold.length)) {
+      assert.equal(ctx.prepareHostBytes(cold.length), false, 'one fill at a time');
+      for (let i = 0; i < 3000 && ctx.hostBytesStats().numFills === before.numFills; i++) await new Promise((r) => setTimeout(r, 10));
+      assert.equal(ctx.hostBytesStats().numFills, before.numFills + 1, 'the fill finished');
+    }
+    const filled = ctx.hostBytesStats();
+    assert.ok(filled.numWarm >= 1 && filled.warmBytes >= cold.length, `a warm mapping waits: ${JSON.stringify(filled)}`);
+    assert.equal(ctx.prepareHostBytes(cold.length), false, 'a warm mapping that large waits already');
+
+    const warm = ctx.seqStateGet(0);
+    const after = ctx.hostBytesStats();
+    assert.equal(after.numWarmTakes, filled.numWarmTakes + 1, 'the second save went into warm memory');
+    assert.deepEqual(warm, cold, 'the same bytes either way');
+    // Restored from the warm copy, the sequence continues as the computed one.
+    assert.equal(ctx.seqRemove(0, -1, -1), true);
+    assert.equal(ctx.seqStateSet(1, warm), true);
+    assert.equal(await feed(ctx, 1, [first], prompt.length), await feed(ctx, 0, [...prompt, first], 0));
+  } finally {
+    ctx.close();
+  }
+});
