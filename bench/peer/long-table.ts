@@ -4,11 +4,15 @@
 // (`<config>+<tag>` in long.sh: the same configuration run again in the same rotation) is also paired
 // with its original: that ratio is what the comparison reads for two identical systems, its noise
 // floor. Reads each run's summary.json (written by `headroom bench run --json`, computed with the
-// SLO given there).
+// SLO given there). Last, per pair, the same requests matched by id (steady phase, answered by both):
+// the median of the per-request TTFT and ITL ratios, per seed — steadier than a ratio of medians
+// when, as here, TTFT is bimodal (shared and unique documents).
 //
 //   node --import tsx bench/peer/long-table.ts results/per-token/peer-long
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { readRecords } from '../../src/harness/store.ts';
+import type { RequestRecord } from '../../src/harness/record.ts';
 
 const root = process.argv[2] ?? 'results/per-token/peer-long';
 const KNOWN = ['headroom', 'headroom-host', 'headroom-admit', 'headroom-overlap', 'headroom-lean', 'headroom-chunk', 'headroom-inline', 'headroom-pool', 'llama-server'];
@@ -78,3 +82,30 @@ for (const mine of systems.filter((x) => x !== 'llama-server')) {
   const ph = peak(mine);
   console.log(`\nPeak goodput over rates, per seed: ${mine} ${ph.map((x) => x.toFixed(3)).join(', ')}; llama-server ${pl.map((x) => x.toFixed(3)).join(', ')}; ratio ${ph.map((x, i) => (pl[i]! > 0 ? (x / pl[i]!).toFixed(2) : '∞')).join(', ')}.`);
 }
+
+/** Per seed: the median over requests answered by both of mine's TTFT / base's, and of their median ITLs. */
+async function perRequest(mine: string, base: string): Promise<void> {
+  console.log(`\n${mine} / ${base}, request by request (median of per-request ratios), per seed:\n`);
+  console.log('| rate | seed | requests | TTFT | ITL |');
+  console.log('|---|---|---|---|---|');
+  for (const rate of rates) {
+    for (const seed of seeds) {
+      const dirA = join(root, seed, rate, mine);
+      const dirB = join(root, seed, rate, base);
+      if (!existsSync(join(dirA, 'records.parquet')) || !existsSync(join(dirB, 'records.parquet'))) continue;
+      const ok = (r: RequestRecord): boolean => r.phase === 'steady' && r.http_status === 200 && r.ttft_ms !== null;
+      const b = new Map((await readRecords(dirB)).filter(ok).map((r) => [r.request_id, r]));
+      const ttft: number[] = [];
+      const itl: number[] = [];
+      for (const r of (await readRecords(dirA)).filter(ok)) {
+        const o = b.get(r.request_id);
+        if (o === undefined) continue;
+        ttft.push(r.ttft_ms! / o.ttft_ms!);
+        if (r.itl_ms.length > 0 && o.itl_ms.length > 0) itl.push(median(r.itl_ms) / median(o.itl_ms));
+      }
+      console.log(`| ${rate.slice(5)} | ${seed.slice(5)} | ${ttft.length} | ${ttft.length > 0 ? median(ttft).toFixed(2) : '—'} | ${itl.length > 0 ? median(itl).toFixed(2) : '—'} |`);
+    }
+  }
+}
+for (const mine of systems.filter((x) => x !== 'llama-server')) await perRequest(mine, 'llama-server');
+for (const mine of systems.filter((x) => x.includes('+') && !x.startsWith('llama-server+'))) await perRequest(mine, mine.slice(0, mine.indexOf('+')));

@@ -50,6 +50,7 @@ import type { ConnectionGuard } from './connections.ts';
 import { ApiError } from './errors.ts';
 import { handleClientError } from './http-errors.ts';
 import { checkRawMessageCount, sizeFacts } from './limits.ts';
+import { LARGE_BODY_BYTES, OnePerTurn } from './one-per-turn.ts';
 import type { Observability } from '../obs/observability.ts';
 import type { DashboardDeps } from '../obs/dashboard-routes.ts';
 import { DASHBOARD_PATHS, dashboardData, dashboardPage, dashboardRuns } from '../obs/dashboard-routes.ts';
@@ -190,7 +191,22 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
 
   // JSON bodies: reject invalid UTF-8 instead of silently turning it into U+FFFD.
   app.removeAllContentTypeParsers();
+  // A large body's decode and parse are synchronous (10-30 ms for 1 MB on a slow 2-core machine):
+  // large bodies are parsed one per turn of the event loop, so three arriving together do not keep
+  // /health and every stream waiting for all three (test/api/freeze.test.ts).
+  const largeBodies = new OnePerTurn();
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body: Buffer, done) => {
+    if (body.length < LARGE_BODY_BYTES) parseJsonBody(req, body, done);
+    else
+      largeBodies.run(() => {
+        try {
+          parseJsonBody(req, body, done);
+        } catch (e) {
+          done(e instanceof Error ? e : new Error(String(e)));
+        }
+      });
+  });
+  const parseJsonBody = (req: FastifyRequest, body: Buffer, done: (err: Error | null, value?: unknown) => void): void => {
     const backend = deps.backend();
     // Gateway mode forwards the body byte for byte: keep it.
     if (backend !== null && isForwarding(backend)) req.rawBody = body;
@@ -213,12 +229,15 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
       done(new ApiError('invalid_json', 'The request body is empty; expected a JSON object.'), undefined);
       return;
     }
+    let value: unknown;
     try {
-      done(null, JSON.parse(text) as unknown);
+      value = JSON.parse(text) as unknown;
     } catch (e) {
       done(new ApiError('invalid_json', `The request body is not valid JSON: ${(e as Error).message}`), undefined);
+      return;
     }
-  });
+    done(null, value);
+  };
 
   app.setErrorHandler((err: FastifyError | ApiError, req, reply) => {
     const api = toApiError(err);
