@@ -3,6 +3,7 @@
 # one fresh server per configuration, configurations alternating:
 #   fixed    the defaults: every step capped at --prefill-chunk 256 tokens (rows aligned to 64)
 #   budget   the experimental step-time budget: --step-target-ms auto --batch-tokens 2048
+#   target   the same budget with an explicit target: --step-target-ms $TARGET_MS (default 10) --batch-tokens 2048
 #   before   BEFORE_BIN (bin/headroom.mjs of another checkout, built there: the "before") with its defaults
 #
 #   bash bench/per-token/long-prefill.sh [out-dir]      (ROUNDS=2 REPS=3 THREADS=2 CONFIGS="fixed budget")
@@ -20,6 +21,7 @@ for (( r = 0; r < ROUNDS; r++ )); do
     case $cfg in
       fixed) flags=() ;;
       budget) flags=(--step-target-ms auto --batch-tokens 2048) ;;
+      target) flags=(--step-target-ms "${TARGET_MS:-10}" --batch-tokens 2048) ;;
       before) flags=(); bin=${BEFORE_BIN:?set BEFORE_BIN for the before configuration} ;;
       *) echo "unknown configuration $cfg" >&2; exit 2 ;;
     esac
