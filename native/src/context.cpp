@@ -474,8 +474,7 @@ Napi::Value HeadroomLlama::SeqStateGet(const Napi::CallbackInfo& info) {
   const int32_t seq = info[0].As<Napi::Number>().Int32Value();
   checkSeq(env, seq);
   const size_t size = llama_state_seq_get_size(ctx_, seq);
-  bool warm = false;
-  hostbytes::Mapping* m = hostbytes::take(size, &warm);
+  hostbytes::Mapping* m = hostbytes::take(size);
   if (m == nullptr) throw Napi::Error::New(env, "seqStateGet: could not map " + std::to_string(size) + " bytes of host memory");
   const size_t written = llama_state_seq_get_data(ctx_, static_cast<uint8_t*>(m->base), size, seq);
   if (written == 0 || written > size) {

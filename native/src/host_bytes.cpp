@@ -66,7 +66,7 @@ class FillWorker : public Napi::AsyncWorker {
 
 }  // namespace
 
-Mapping* take(size_t size, bool* warm) {
+Mapping* take(size_t size) {
   auto best = g_warm.end();
   for (auto it = g_warm.begin(); it != g_warm.end(); ++it) {
     if ((*it)->length >= size && (best == g_warm.end() || (*it)->length < (*best)->length)) best = it;
@@ -75,18 +75,16 @@ Mapping* take(size_t size, bool* warm) {
     Mapping* m = *best;
     g_warm.erase(best);
     g_warmBytes -= m->length;
-    *warm = true;
     g_stats.numWarmTakes++;
     return m;
   }
-  *warm = false;
   Mapping* m = mapFresh(size);
   if (m != nullptr) g_stats.numColdTakes++;
   return m;
 }
 
 void release(Mapping* m) {
-  if (g_warmBytes + m->length > kWarmCap) {
+  if (!g_warm.empty() && g_warmBytes + m->length > kWarmCap) {
     unmap(m);
     return;
   }

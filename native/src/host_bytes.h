@@ -7,7 +7,8 @@
 // Buffer is collected (the tier dropped the entry) the mapping goes back to a warm set instead of to
 // the kernel, and when the engine is idle one mapping as large as the largest save so far is
 // mapped and touched on a libuv pool thread (prefill), so the next save copies into warm pages.
-// The warm set is bounded (kWarmCap bytes); past it, returned mappings are unmapped.
+// The warm set is bounded (kWarmCap bytes, but one mapping is always kept); past it, returned
+// mappings are unmapped.
 //
 // Invariants: the warm set and its counters are touched on the JS thread only (take, wrap's
 // finalizer, a fill's OnOK); a fill's pool thread touches only the mapping it made, which nothing
@@ -29,12 +30,12 @@ struct Mapping {
 
 constexpr size_t kWarmCap = size_t{128} << 20;
 
-// The smallest warm mapping of at least `size` bytes (`*warm` = true), else a fresh one (`*warm` =
-// false); nullptr when mmap fails.
-Mapping* take(size_t size, bool* warm);
+// The smallest warm mapping of at least `size` bytes, else a fresh one; nullptr when mmap fails.
+Mapping* take(size_t size);
 // A Buffer over the mapping's first `used` bytes; once collected, the mapping returns to the warm set.
 Napi::Buffer<uint8_t> wrap(Napi::Env env, Mapping* m, size_t used);
-// Back to the warm set (or unmapped, past kWarmCap).
+// Back to the warm set; unmapped if that would take the set past kWarmCap, unless the set is empty
+// (one mapping is always kept, however large: on a big model one saved sequence exceeds the cap).
 void release(Mapping* m);
 // Starts mapping and touching `size` bytes on a libuv pool thread, unless a fill is in flight or
 // a warm mapping of at least `size` bytes exists. Whether one started.
