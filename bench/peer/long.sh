@@ -19,13 +19,14 @@
 # prompt goes in whole beside the decoding requests instead of 256 tokens a step); headroom-inline,
 # headroom-lean with --inline-step-ms $INLINE_MS (default 5: steps that short run on the event-loop
 # thread, without the two thread hand-offs; the serve default since); headroom-pool, headroom-admit
-# with --inline-step-ms 0 (every step on a libuv pool thread, the default before). Any of them
+# with --inline-step-ms 0 (every step on a libuv pool thread, the default before); headroom-budget,
+# headroom-admit with --step-target-ms $STEP_TARGET (default auto: the step-time budget). Any of them
 # followed by +<tag> (e.g. llama-server+b) is run again as a replica: its ratio to the original is
 # the comparison's noise floor.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 : "${MODEL:=models/tiny.gguf}" "${CTX:=16384}" "${PARALLEL:=8}" "${TOKENS_PER_WORD:=1.14}" "${SLO_MS:=4000}" "${DURATION_S:=40}"
-: "${MAX_OUTPUT:=512}" "${WORKLOAD:=long}" "${HOST_TOKENS:=65536}" "${CHUNK:=2048}" "${INLINE_MS:=5}"
+: "${MAX_OUTPUT:=512}" "${WORKLOAD:=long}" "${HOST_TOKENS:=65536}" "${CHUNK:=2048}" "${INLINE_MS:=5}" "${STEP_TARGET:=auto}"
 export MODEL CTX PARALLEL TOKENS_PER_WORD SLO_MS DURATION_S MAX_OUTPUT WORKLOAD
 source bench/ladder/lib.sh
 : "${LLAMA_SERVER:?set LLAMA_SERVER to the llama-server binary (see bench/peer/README.md)}"
@@ -57,6 +58,7 @@ for seed in "${seeds[@]}"; do
         headroom-inline) run_peer $port "$dir" "$rate" headroom "${admit[@]}" --cache-max-fraction 0 --inline-step-ms "$INLINE_MS" ;;
         headroom-pool) run_peer $port "$dir" "$rate" headroom "${admit[@]}" --inline-step-ms 0 ;;
         headroom-chunk) run_peer $port "$dir" "$rate" headroom "${admit[@]}" --prefill-chunk "$CHUNK" ;;
+        headroom-budget) run_peer $port "$dir" "$rate" headroom "${admit[@]}" --step-target-ms "$STEP_TARGET" ;;
         llama-server) run_peer $port "$dir" "$rate" llama-server ;;
         *) echo "unknown config $cfg" >&2; exit 2 ;;
       esac

@@ -27,6 +27,8 @@ const jsonOut = opt('--json', '');
 
 const model = ((await (await fetch(`${url}/v1/models`)).json()) as { data: { id: string }[] }).data[0]!.id;
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1] ?? NaN;
+const p99 = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(0.99 * (xs.length - 1))] ?? NaN;
+const r2 = (x: number): number => Math.round(x * 100) / 100;
 
 interface Rep {
   rep: number;
@@ -37,6 +39,13 @@ interface Rep {
   insideMedianMs: number;
   insideMaxMs: number;
   ratioMaxToMedian: number;
+  /** The same stream's ITL outside B's prefill: all of it, its 99th percentile and max. */
+  itlOutsideMs: number[];
+  outsideP99Ms: number;
+  outsideMaxMs: number;
+  insideP99Ms: number;
+  /** Median of every ITL of the stream, inside and outside. */
+  streamMedianMs: number;
 }
 
 async function streamA(prompt: string, onToken: (t: number) => void): Promise<void> {
@@ -94,16 +103,23 @@ for (let rep = 0; rep < reps; rep++) {
     rep,
     longPromptTokens,
     longMs: bEnd - bStart,
-    itlInsideMs: inside.map((x) => Math.round(x * 100) / 100),
+    itlInsideMs: inside.map(r2),
     itlOutsideMedianMs: median(outside),
     insideMedianMs: median(inside),
     insideMaxMs: Math.max(...inside),
     ratioMaxToMedian: Math.max(...inside) / median(inside),
+    itlOutsideMs: outside.map(r2),
+    outsideP99Ms: p99(outside),
+    outsideMaxMs: Math.max(...outside),
+    insideP99Ms: p99(inside),
+    streamMedianMs: median(itl.map((x) => x.ms)),
   };
   results.push(r);
   console.log(
     `rep ${rep}: B ${longPromptTokens} prompt tokens in ${r.longMs.toFixed(0)} ms; A's ITL during it: median ${r.insideMedianMs.toFixed(1)} ms, ` +
-      `max ${r.insideMaxMs.toFixed(1)} ms (${r.ratioMaxToMedian.toFixed(2)}x, ${inside.length} tokens); A alone: median ${r.itlOutsideMedianMs.toFixed(2)} ms`,
+      `p99 ${r.insideP99Ms.toFixed(1)}, max ${r.insideMaxMs.toFixed(1)} ms (${r.ratioMaxToMedian.toFixed(2)}x, ${inside.length} tokens); ` +
+      `A alone: median ${r.itlOutsideMedianMs.toFixed(2)}, p99 ${r.outsideP99Ms.toFixed(1)}, max ${r.outsideMaxMs.toFixed(1)} ms (${outside.length} tokens); ` +
+      `A's median over the stream ${r.streamMedianMs.toFixed(2)} ms: max during B ${(r.insideMaxMs / r.streamMedianMs).toFixed(1)}x it, p99 during B ${(r.insideP99Ms / r.streamMedianMs).toFixed(1)}x`,
   );
 }
 if (jsonOut !== '') writeFileSync(jsonOut, JSON.stringify({ url, model, longTokens, tokensPerWord: tpw, lead, outputTokens, results }, null, 2) + '\n');

@@ -4,9 +4,14 @@
 #   fixed    the defaults: every step capped at --prefill-chunk 256 tokens (rows aligned to 64)
 #   budget   the experimental step-time budget: --step-target-ms auto --batch-tokens 2048
 #   target   the same budget with an explicit target: --step-target-ms $TARGET_MS (default 10) --batch-tokens 2048
+#   tight    an explicit target whose chunks may shrink below 64 rows: --step-target-ms $TIGHT_MS (default 6)
+#            --step-min-chunk $MIN_CHUNK (default 1) --batch-tokens 2048
+#   llama-server  LLAMA_SERVER with -c 8192 -np 16 --kv-unified (Headroom's default pool), behind
+#            bench/peer/chat-proxy.ts as in bench/peer/
 #   before   BEFORE_BIN (bin/headroom.mjs of another checkout, built there: the "before") with its defaults
 #
-#   bash bench/per-token/long-prefill.sh [out-dir]      (ROUNDS=2 REPS=3 THREADS=2 CONFIGS="fixed budget")
+#   bash bench/per-token/long-prefill.sh [out-dir]      (ROUNDS=2 REPS=3 THREADS=2 LEAD=30 CONFIGS="fixed budget")
+# LEAD: stream A's tokens before B is sent (its ITL alone is measured on those and on the ones after B).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source bench/ladder/lib.sh
@@ -22,16 +27,27 @@ for (( r = 0; r < ROUNDS; r++ )); do
       fixed) flags=() ;;
       budget) flags=(--step-target-ms auto --batch-tokens 2048) ;;
       target) flags=(--step-target-ms "${TARGET_MS:-10}" --batch-tokens 2048) ;;
+      tight) flags=(--step-target-ms "${TIGHT_MS:-6}" --step-min-chunk "${MIN_CHUNK:-1}" --batch-tokens 2048) ;;
       before) flags=(); bin=${BEFORE_BIN:?set BEFORE_BIN for the before configuration} ;;
+      llama-server) bin= ;;
       *) echo "unknown configuration $cfg" >&2; exit 2 ;;
     esac
     log="$out/$cfg-r$r.log"
-    node "$bin" serve --host 127.0.0.1 --port $port --threads "$THREADS" --max-output-tokens 4096 "${flags[@]}" >"$log" 2>&1 &
-    pid=$!
-    if wait_ready "http://127.0.0.1:$port" /ready "$pid"; then
+    proxy=
+    if [[ -z $bin ]]; then
+      : "${LLAMA_SERVER:?set LLAMA_SERVER for the llama-server configuration}"
+      read -r pid proxy < <(MODEL=models/tiny.gguf CTX=8192 PARALLEL=16 start_llama $port "$log")
+      ready=/health
+    else
+      node "$bin" serve --host 127.0.0.1 --port $port --threads "$THREADS" --max-output-tokens 4096 "${flags[@]}" >"$log" 2>&1 &
+      pid=$!
+      ready=/ready
+    fi
+    if wait_ready "http://127.0.0.1:$port" $ready "$pid"; then
       echo "== $cfg round $r (load $(cut -d' ' -f1-3 /proc/loadavg))"
-      node --import tsx bench/per-token/long-prefill-itl.ts --url "http://127.0.0.1:$port" --tokens-per-word 1.14 --reps "$REPS" --json "$out/$cfg-r$r.json"
+      node --import tsx bench/per-token/long-prefill-itl.ts --url "http://127.0.0.1:$port" --tokens-per-word 1.14 --reps "$REPS" --lead "${LEAD:-30}" --json "$out/$cfg-r$r.json"
     fi
     stop_server "$pid"
+    if [[ -n $proxy ]]; then stop_server "$proxy"; fi
   done
 done

@@ -42,6 +42,7 @@ interface ServeFlags extends ServerFlags, FlowFlags, AdmissionFlags {
   blockSize: string;
   prefillChunk?: string;
   stepTargetMs: string;
+  stepMinChunk: string;
   priority: 'prefill-first' | 'decode-first';
   staticBatch: string;
   staticWaitMs: string;
@@ -104,6 +105,7 @@ export function registerServeCommand(program: Command): void {
     .option('--max-preemptions <n>', 'a request preempted this many times is not preempted again before it finishes', '2')
     .option('--prefill-chunk <tokens>', 'most prompt tokens per step, all requests together (bounds step time and so ITL; rounded so a step has a multiple of 64 rows)', '256')
     .option('--step-target-ms <ms|auto|off>', "experimental: time a prompt chunk may add to a step with decoding requests, a number or 'auto' (twice what a --prefill-chunk chunk adds at the start of a prompt, from a cost model fitted to the steps run); 'off': every step capped at --prefill-chunk tokens", 'off')
+    .option('--step-min-chunk <tokens>', 'with --step-target-ms: the smallest prompt chunk a step beside decoding requests gets (1 lets a chunk deep in a long prompt shrink to what the target allows; fewer than 64 rows cost more per token)', '64')
     .addOption(new Option('--priority <p>', 'who gets the step budget first').choices(['prefill-first', 'decode-first']).default('decode-first'))
     .option('--static-batch <n>', 'static scheduler: batch size', '8')
     .option('--static-wait-ms <ms>', 'static scheduler: longest wait to fill a batch', '50')
@@ -185,6 +187,7 @@ async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> 
       blockSize: int('block-size', f.blockSize),
       ...(f.prefillChunk === undefined ? {} : { prefillChunkTokens: int('prefill-chunk', f.prefillChunk) }),
       stepTarget: stepTarget(f.stepTargetMs),
+      stepMinChunkTokens: number('step-min-chunk', f.stepMinChunk, (n) => Number.isInteger(n) && n >= 1, 'a whole number >= 1'),
       priority: f.priority,
       staticBatchSize: int('static-batch', f.staticBatch),
       staticWaitMs: int('static-wait-ms', f.staticWaitMs),

@@ -249,14 +249,16 @@ export class BatchScheduler implements Scheduler {
       let decodeRows = 0;
       let promptRows = 0;
       let ownCells = 0;
+      let promptCells = 0;
       for (const { request: r, numNewTokens: n } of plan.scheduled) {
-        if (n === 1 && r.numComputedTokens >= r.numPromptTokens) decodeRows++;
-        else promptRows += n;
         // Rows at positions c .. c+n-1 attend over c+1 .. c+n cells of their own sequence.
-        ownCells += n * r.numComputedTokens + (n * (n + 1)) / 2;
+        const cells = n * r.numComputedTokens + (n * (n + 1)) / 2;
+        if (n === 1 && r.numComputedTokens >= r.numPromptTokens) decodeRows++;
+        else (promptRows += n), (promptCells += cells);
+        ownCells += cells;
       }
       // The pool as the step saw it: what it held plus the cells this step wrote.
-      this.#stepBudget.observe({ decodeRows, promptRows, ownCells, poolCells: this.#plannedKvCells + decodeRows + promptRows }, result.computeMs);
+      this.#stepBudget.observe({ decodeRows, promptRows, ownCells, promptCells, poolCells: this.#plannedKvCells + decodeRows + promptRows }, result.computeMs);
     }
     plan.scheduled.forEach(({ request: req, numNewTokens }, i) => {
       if (req.status !== RequestStatus.RUNNING) return;

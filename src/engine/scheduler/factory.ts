@@ -49,6 +49,11 @@ export interface SchedulerConfig {
    * saturation on long prompts its fitted model sized chunks far too small (docs/per-token.md).
    */
   readonly stepTarget?: number | 'auto' | 'off';
+  /**
+   * Smallest prompt chunk the step-time budget gives beside decode rows while a prompt waits
+   * (default 64; with a tight stepTarget, 1 lets a deep chunk shrink to what the target allows).
+   */
+  readonly stepMinChunkTokens?: number;
 }
 
 export function createScheduler(config: SchedulerConfig, runner: RunnerInfo): Scheduler {
@@ -65,7 +70,7 @@ export function createScheduler(config: SchedulerConfig, runner: RunnerInfo): Sc
     staticWaitMs: config.staticWaitMs ?? 50,
     queue: new WaitQueue(),
     ...(config.maxPreemptions === undefined ? {} : { maxPreemptions: config.maxPreemptions }),
-    stepBudget: stepBudgetOptions(config.stepTarget ?? 'off'),
+    stepBudget: stepBudgetOptions(config.stepTarget ?? 'off', config.stepMinChunkTokens),
     kv: {
       mode: kv,
       prefixCache: kv === 'paged' && (config.prefixCache ?? true),
@@ -81,10 +86,12 @@ export function createScheduler(config: SchedulerConfig, runner: RunnerInfo): Sc
   });
 }
 
-function stepBudgetOptions(target: number | 'auto' | 'off'): { targetMs?: number; sizeChunks: boolean } {
+function stepBudgetOptions(target: number | 'auto' | 'off', minChunk: number | undefined): { targetMs?: number; minChunkTokens?: number; sizeChunks: boolean } {
+  if (minChunk !== undefined && !(Number.isInteger(minChunk) && minChunk >= 1)) throw new Error(`stepMinChunkTokens: expected a whole number >= 1, got ${String(minChunk)}`);
+  const floor = minChunk === undefined ? {} : { minChunkTokens: minChunk };
   // 'off' still fits the cost model: it is what the slow-step warning compares against.
   if (target === 'off') return { sizeChunks: false };
-  if (target === 'auto') return { sizeChunks: true };
+  if (target === 'auto') return { ...floor, sizeChunks: true };
   if (!(target > 0)) throw new Error(`stepTarget: expected a positive number of ms, 'auto' or 'off', got ${String(target)}`);
-  return { targetMs: target, sizeChunks: true };
+  return { targetMs: target, ...floor, sizeChunks: true };
 }

@@ -26,18 +26,30 @@
 // below). A small ridge keeps the fit defined before the steps vary enough to pin all four terms.
 //
 // Budget (decode-first): with d decode rows already in the step, the prompt chunk is the largest
-// n whose addition to the step (the predicted step with it minus without it) stays within the
-// target, clamped to [minChunkTokens, maxChunkTokens − d] (and at most baseChunkTokens with the
-// derived target). The chunk is charged for what it adds, not for the decode rows beside it: under
-// load a step is its decode rows plus one target, and prompts are never squeezed out (charging the
-// whole step, tried first, starved prefill to 64-token chunks at saturation: 0.23 requests/s
-// completed where llama-server did 0.86). A step with no decode rows takes maxChunkTokens (nothing
-// waits on it, so the most efficient chunk wins). The target is fixed (`targetMs`) or, by default,
-// twice what a baseChunkTokens chunk adds at the start of a prompt: a chunk deep in a long prompt
-// shrinks instead of costing 4.3x more than at position 0 (results/per-token/chunk-cost.json).
+// n whose addition to the step stays within the target, clamped to [minChunkTokens, maxChunkTokens − d]
+// (and at most baseChunkTokens with the derived target). The chunk is charged for what it adds, not
+// for the decode rows beside it: under load a step is its decode rows plus one target, and prompts
+// are never squeezed out (charging the whole step, tried first, starved prefill to 64-token chunks at
+// saturation: 0.23 requests/s completed where llama-server did 0.86). A step with no decode rows
+// takes maxChunkTokens (nothing waits on it, so the most efficient chunk wins). The target is fixed
+// (`targetMs`) or, by default, twice what a baseChunkTokens chunk adds at the start of a prompt: a
+// chunk deep in a long prompt shrinks instead of costing 4.3x more than at position 0
+// (results/per-token/chunk-cost.json).
 //
-// Until `warmupSteps` steps have been observed the model is not trusted: the budget is
-// baseChunkTokens, the static behaviour.
+// What a chunk adds is not read off the step model above. Sizing chunks closes a loop around it:
+// the budget holds (rows × depth) near constant, so the fit cannot tell the attention term from the
+// intercept, and on a real 6,000-token prompt it put 18 ms in θ0 and nothing in θo, then gave 5-row
+// chunks that added 24 ms where 6 were asked for. ChunkCostModel measures the addition directly: a
+// mixed step's time minus what a decode-only step with as many decode rows costs, fitted as
+// c0 + n·(a + b·p̄) in the chunk's rows n and their mean position p̄ — the position moves through the
+// whole prompt however the chunks are sized, so the slope stays identifiable. Steps under 64 rows
+// and steps of 64 or more get separate fits: llama.cpp's CPU attention tiles 64 query rows at a
+// time, and at position ~5,900 a row cost 3.7–4.0 ms in a chunk of 4–32 rows against 2.5 ms in one
+// of 64.
+
+// Until `warmupSteps` steps have been observed the derived target is not trusted: the budget is
+// baseChunkTokens, the static behaviour. A fixed target uses the chunk model from its first mixed
+// step, and before that gives minChunkTokens.
 import { bug } from '../../util/bug.ts';
 import { solveRidge } from '../../admission/predictor/linsolve.ts';
 
@@ -75,6 +87,8 @@ export interface StepShape {
   readonly ownCells: number;
   /** Cells in use in the pool, this step's included. */
   readonly poolCells: number;
+  /** Of ownCells, the prompt rows' share (Σ over prompt rows of their position + 1); absent: not known. */
+  readonly promptCells?: number;
 }
 
 interface Observation {
@@ -228,9 +242,146 @@ function logBin(n: number): number {
   return n <= 0 ? 0 : 1 + Math.floor(Math.log2(n));
 }
 
+/** Decode-only steps remembered per kind (decode rows on a log scale): their median is the baseline a chunk adds to. */
+const BASE_STEPS = 8;
+/** Mixed steps kept per band (512 cells of position × chunk size on a log scale), per line. */
+const PER_BAND = 6;
+/** Below this a chunk's predicted cost (ms) is taken for a fit of noise. */
+const MIN_ADD_MS = 0.01;
+/** Rows at and above which llama.cpp's CPU attention runs tiled (ggml's GGML_FA_TILE_Q). */
+export const TILED_ROWS = 64;
+
+/** Ridge of the chunk lines (relative): splits what steps of one size cannot tell apart, c0 from a. */
+const LINE_RIDGE = 1e-3;
+
+/**
+ * ms an n-row chunk adds ≈ c0 + n·(a + b·p̄/1000), p̄ the rows' mean position: c0 the price of a
+ * mixed step at all (one prompt row beside a decode row cost 2.3 ms more than the decode alone at
+ * position 2,048, each further row 1.3), a and b a row's matmuls and attention. Non-negative least
+ * squares over a memory banded by position and chunk size (the last few steps of each band).
+ */
+class ChunkLine {
+  readonly #bands = new Map<string, { x: [number, number, number]; y: number }[]>();
+  #n = 0;
+  #cached: [number, number, number] | null | undefined;
+
+  get size(): number {
+    return this.#n;
+  }
+
+  add(n: number, meanPos: number, addMs: number): void {
+    const key = `${Math.floor(meanPos / 512)}:${logBin(n)}`;
+    let band = this.#bands.get(key);
+    if (band === undefined) this.#bands.set(key, (band = []));
+    band.push({ x: [1, n, (n * meanPos) / 1000], y: addMs });
+    if (band.length > PER_BAND) band.shift();
+    else this.#n++;
+    this.#cached = undefined;
+  }
+
+  /** [c0, a, b], each ≥ 0; null with nothing seen or no cost a row. */
+  fit(): [number, number, number] | null {
+    if (this.#cached !== undefined) return this.#cached;
+    const active = [0, 1, 2];
+    let out: [number, number, number] | null = null;
+    while (this.#n > 0 && active.length > 0) {
+      const k = active.length;
+      const a = new Float64Array(k * k);
+      const b = new Float64Array(k);
+      for (const band of this.#bands.values()) {
+        for (const o of band) {
+          active.forEach((fi, r) => {
+            b[r]! += o.x[fi]! * o.y;
+            active.forEach((fj, c) => (a[r * k + c]! += o.x[fi]! * o.x[fj]!));
+          });
+        }
+      }
+      const sol = new Float64Array(k);
+      if (!solveRidge(a, b, k, LINE_RIDGE, sol, new Float64Array(k * k + k))) break;
+      let worst = -1;
+      sol.forEach((v, r) => {
+        if (v < 0 && (worst < 0 || v < sol[worst]!)) worst = r;
+      });
+      if (worst < 0) {
+        out = [0, 0, 0];
+        active.forEach((fi, r) => (out![fi] = sol[r]!));
+        // No cost a row: nothing to size a chunk by (two steps of one size, or noise).
+        if (out[1] + out[2] <= 0) out = null;
+        break;
+      }
+      active.splice(worst, 1);
+    }
+    this.#cached = out;
+    return out;
+  }
+}
+
+/**
+ * What a prompt chunk adds to a step: the step's time minus a decode-only step's with as many decode
+ * rows, one ChunkLine for steps under TILED_ROWS rows and one for steps at or above.
+ */
+export class ChunkCostModel {
+  readonly #base = new Map<number, number[]>();
+  readonly #lines: readonly [ChunkLine, ChunkLine] = [new ChunkLine(), new ChunkLine()];
+
+  #largestChunk = 0;
+
+  /** Mixed steps learnt from. */
+  get size(): number {
+    return this.#lines[0].size + this.#lines[1].size;
+  }
+
+  /** The most prompt rows a mixed step learnt from had: a fit is trusted to twice that, no further. */
+  get largestChunk(): number {
+    return this.#largestChunk;
+  }
+
+  /** The median decode-only step with this many decode rows (a prompt-only step's fixed part: that of one row); null before one is seen. */
+  baseMs(decodeRows: number): number | null {
+    const recent = this.#base.get(logBin(Math.max(1, decodeRows)));
+    return recent === undefined ? null : median(recent);
+  }
+
+  observe(decodeRows: number, promptRows: number, promptCells: number, ms: number): void {
+    if (!(decodeRows >= 0 && promptRows >= 0 && decodeRows + promptRows > 0 && Number.isFinite(ms) && ms >= 0)) return;
+    if (promptRows === 0) {
+      const key = logBin(decodeRows);
+      let recent = this.#base.get(key);
+      if (recent === undefined) this.#base.set(key, (recent = []));
+      recent.push(ms);
+      if (recent.length > BASE_STEPS) recent.shift();
+      return;
+    }
+    const base = this.baseMs(decodeRows);
+    if (base === null || !(promptCells > 0)) return;
+    this.#lines[decodeRows + promptRows >= TILED_ROWS ? 1 : 0].add(promptRows, promptCells / promptRows, ms - base);
+    this.#largestChunk = Math.max(this.#largestChunk, promptRows);
+  }
+
+  /** Predicted ms that n prompt rows from position chunkPos add to a step with decodeRows decode rows; null before any mixed step. */
+  addMs(decodeRows: number, n: number, chunkPos: number): number | null {
+    if (n <= 0) return 0;
+    const tiled = decodeRows + n >= TILED_ROWS ? 1 : 0;
+    // A kind not seen yet borrows the other's line (a small chunk priced as a tiled one is cheap by a third).
+    const line = this.#lines[tiled].fit() ?? this.#lines[1 - tiled]!.fit();
+    if (line === null) return null;
+    // A chunk that costs nothing is a fit of noise (bigger steps measured faster): no answer.
+    const add = line[0] + n * (line[1] + (line[2] * (chunkPos + (n + 1) / 2)) / 1000);
+    return add > MIN_ADD_MS ? add : null;
+  }
+
+  /** [c0, a, b] of each line (ms a mixed step, ms a row, ms a row per 1000 cells of position); null where unseen. */
+  lines(): { readonly small: readonly number[] | null; readonly tiled: readonly number[] | null } {
+    return { small: this.#lines[0].fit(), tiled: this.#lines[1].fit() };
+  }
+}
+
 export class StepBudget {
   readonly #opts: Required<Omit<StepCostOptions, 'targetMs'>> & { targetMs: number | undefined };
+  /** The whole step's cost, for the slow-step warning and /stats. */
   readonly model: StepCostModel;
+  /** What a chunk adds, for sizing chunks. */
+  readonly chunks: ChunkCostModel;
 
   constructor(opts: StepCostOptions) {
     const minChunk = opts.minChunkTokens ?? 64;
@@ -245,67 +396,64 @@ export class StepBudget {
       warmupSteps: opts.warmupSteps ?? 8,
     };
     this.model = new StepCostModel();
+    this.chunks = new ChunkCostModel();
   }
 
-  /** Enough steps seen, prompt steps among them: decode-only steps say nothing about a chunk's cost. */
+  /** Enough steps seen, prompt steps among them (mixed steps: what teaches a chunk's cost). */
   get warm(): boolean {
-    return this.model.numObservations >= this.#opts.warmupSteps && this.model.numPromptObservations >= Math.min(4, this.#opts.warmupSteps);
+    return this.model.numObservations >= this.#opts.warmupSteps && this.chunks.size >= Math.min(4, this.#opts.warmupSteps);
   }
 
   /** The step-time target now (ms); null until the model is warm when it is derived. */
   targetMs(): number | null {
     if (this.#opts.targetMs !== undefined) return this.#opts.targetMs;
     if (!this.warm) return null;
-    const c = this.#opts.baseChunkTokens;
-    // What a base chunk adds to a step at the start of a prompt, in a pool holding just it.
-    const empty = { decodeRows: 0, promptRows: 0, ownCells: 0, poolCells: 0 };
-    return AUTO_TARGET_FACTOR * (this.model.predict({ decodeRows: 0, promptRows: c, ownCells: (c * (c + 1)) / 2, poolCells: c }) - this.model.predict(empty));
+    // What a base chunk adds to a step at the start of a prompt.
+    const add = this.chunks.addMs(0, this.#opts.baseChunkTokens, 0);
+    return add === null ? null : AUTO_TARGET_FACTOR * add;
   }
 
   /**
-   * Most prompt tokens for a step that already carries decode rows whose contexts sum to
-   * `decodeCells`, the chunk starting at position `chunkPos`, the pool holding `poolCells` before it.
-   * The chunk is sized by what it adds to the step (the step with it minus the step without), so
-   * decode rows never squeeze prompts out: under load a step is its decode rows plus one target.
+   * Most prompt tokens for a step that already carries `decodeRows` decode rows, the chunk starting
+   * at position `chunkPos`. The chunk is sized by what it adds to the step, so decode rows never
+   * squeeze prompts out: under load a step is its decode rows plus one target.
    */
-  prefillTokens(decodeRows: number, decodeCells: number, chunkPos: number, poolCells: number): number {
+  prefillTokens(decodeRows: number, _decodeCells: number, chunkPos: number, _poolCells: number): number {
     const { baseChunkTokens: base, maxChunkTokens: max, minChunkTokens: min } = this.#opts;
     if (decodeRows === 0) return Math.max(0, max);
+    const explicit = this.#opts.targetMs !== undefined;
     // With decode rows and the derived target, never above the base chunk: that target is the base
     // chunk's cost at the start of a prompt, so more could only come from extrapolating the fit.
-    const room = Math.max(0, this.#opts.targetMs === undefined ? Math.min(base, max - decodeRows) : max - decodeRows);
+    let room = Math.max(0, explicit ? max - decodeRows : Math.min(base, max - decodeRows));
     const target = this.targetMs();
-    if (target === null || !this.warm) return Math.min(base, room);
-    // A chunk that costs nothing or less is a fit that makes no physical sense: the static chunk.
-    // (θo and θk alone may come out negative when the steps seen made them nearly collinear, as a
-    // single long prompt does; their sum is what the prediction uses, so only the total is checked.)
-    const [, , tp] = this.model.theta as [number, number, number];
-    if (!(tp > 0)) return Math.min(base, room);
-    const step = (n: number): number =>
-      this.model.predict({
-        decodeRows,
-        promptRows: n,
-        ownCells: decodeCells + decodeRows + n * chunkPos + (n * (n + 1)) / 2,
-        poolCells: poolCells + decodeRows + n,
-      });
-    const without = step(0);
-    const f = (n: number): number => step(n) - without;
-    if (!(f(room) > f(min))) return Math.min(base, room);
-    if (f(min) > target) return Math.min(min, room);
-    // Bisect on integers (f is increasing over [min, room] in any fit that passed the checks above).
-    let lo = min;
-    let hi = room;
-    if (f(hi) <= target) return hi;
-    while (hi - lo > 1) {
-      const mid = (lo + hi) >> 1;
-      if (f(mid) <= target) lo = mid;
-      else hi = mid;
-    }
-    return Math.min(lo, room);
+    if (target === null) return Math.min(base, room);
+    const f = (n: number): number | null => this.chunks.addMs(decodeRows, n, chunkPos);
+    // Nothing learnt yet, or a fit that makes no physical sense at this depth: the static chunk, or
+    // the floor under a fixed target (a base chunk could overshoot it many times).
+    if (f(min) === null || f(Math.max(min, Math.min(room, TILED_ROWS))) === null) return Math.min(explicit ? min : base, room);
+    // Chunks grow at most two-fold past what the fit has seen (a fit of 1- and 2-row steps once
+    // priced 2,047 rows at 1.4 ms).
+    room = Math.min(room, Math.max(min, 2 * this.chunks.largestChunk));
+    // The largest n in [lo, hi] that adds at most the target, or 0 (f increases within one kind of step).
+    const largest = (lo: number, hi: number): number => {
+      if (lo > hi || f(lo)! > target) return 0;
+      if (f(hi)! <= target) return hi;
+      while (hi - lo > 1) {
+        const mid = (lo + hi) >> 1;
+        if (f(mid)! <= target) lo = mid;
+        else hi = mid;
+      }
+      return lo;
+    };
+    // Under and over the tiled row count separately: crossing it makes rows cheaper.
+    const edge = TILED_ROWS - decodeRows;
+    const n = Math.max(largest(min, Math.min(room, edge - 1)), largest(Math.max(min, edge), room));
+    return Math.min(n > 0 ? n : min, room);
   }
 
   /** A step of this shape took `ms`. */
   observe(shape: StepShape, ms: number): void {
     this.model.observe(shape, ms);
+    if (shape.promptCells !== undefined) this.chunks.observe(shape.decodeRows, shape.promptRows, shape.promptCells, ms);
   }
 }
