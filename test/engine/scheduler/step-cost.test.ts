@@ -238,7 +238,7 @@ test('while a 6,000-token prompt prefills, the step budget holds a decoding stre
   assert.ok(max(fixed.times) > 1.5 * fixed.targetMs, `fixed chunk: max ${max(fixed.times)} ms vs ${fixed.targetMs} (the test's premise)`);
 });
 
-test('row alignment: decode rows plus prompt rows come out a whole number of 64 where the budget allows', async () => {
+test('row alignment: decode rows plus prompt rows come out a whole number of 64 where the budget allows', () => {
   assert.equal(alignedPromptBudget(1, 256), 255);
   assert.equal(alignedPromptBudget(3, 300), 253);
   assert.equal(alignedPromptBudget(0, 2048), 2048);
