@@ -254,7 +254,10 @@ export class BatchScheduler implements Scheduler {
         // Rows at positions c .. c+n-1 attend over c+1 .. c+n cells of their own sequence.
         const cells = n * r.numComputedTokens + (n * (n + 1)) / 2;
         if (n === 1 && r.numComputedTokens >= r.numPromptTokens) decodeRows++;
-        else (promptRows += n), (promptCells += cells);
+        else {
+          promptRows += n;
+          promptCells += cells;
+        }
         ownCells += cells;
       }
       // The pool as the step saw it: what it held plus the cells this step wrote.
