@@ -104,7 +104,7 @@ export function registerServeCommand(program: Command): void {
     .option('--kv-watermark <f>', 'share of KV blocks a new request must leave free while others run (room for their decode growth), [0, 0.5]', '0.01')
     .option('--max-preemptions <n>', 'a request preempted this many times is not preempted again before it finishes', '2')
     .option('--prefill-chunk <tokens>', 'most prompt tokens per step, all requests together (bounds step time and so ITL; rounded so a step has a multiple of 64 rows)', '256')
-    .option('--step-target-ms <ms|auto|off>', "experimental: time a prompt chunk may add to a step with decoding requests, a number or 'auto' (twice what a --prefill-chunk chunk adds at the start of a prompt, from a cost model fitted to the steps run); 'off': every step capped at --prefill-chunk tokens", 'off')
+    .option('--step-target-ms <ms|auto|off>', "time a prompt chunk may add to a step with decoding requests (ms), sized from what chunks were measured to add, or 'auto' (twice what a --prefill-chunk chunk adds at the start of a prompt); a tight target keeps streams' ITL through a long prompt at the price of that prompt's own prefill. 'off': every step capped at --prefill-chunk tokens", 'off')
     .option('--step-min-chunk <tokens>', 'with --step-target-ms: the smallest prompt chunk a step beside decoding requests gets (1 lets a chunk deep in a long prompt shrink to what the target allows; fewer than 64 rows cost more per token)', '64')
     .addOption(new Option('--priority <p>', 'who gets the step budget first').choices(['prefill-first', 'decode-first']).default('decode-first'))
     .option('--static-batch <n>', 'static scheduler: batch size', '8')

@@ -45,8 +45,9 @@ export interface SchedulerConfig {
    * Step-time budget for prompt chunks (continuous, decode-first; step-cost.ts): 'off' (default)
    * caps every step at prefillChunkTokens; 'auto' sizes the chunk beside decode rows to add at
    * most twice what a prefillChunkTokens chunk adds at the start of a prompt, and lets a step with
-   * no decode rows take the whole batch; a number of ms fixes that target. Experimental: at
-   * saturation on long prompts its fitted model sized chunks far too small (docs/per-token.md).
+   * no decode rows take the whole batch; a number of ms fixes that target. Off by default: a tight
+   * target holds streams' ITL through a long prompt at the price of that prompt's own prefill
+   * (docs/per-token.md §13).
    */
   readonly stepTarget?: number | 'auto' | 'off';
   /**
