@@ -7,7 +7,7 @@
 // (no prefix-cache hits between reps).
 //
 //   node --import tsx bench/per-token/long-prefill-itl.ts --url http://127.0.0.1:8321 [--long-tokens 6000]
-//        [--tokens-per-word 1] [--reps 3] [--json out.json]
+//        [--tokens-per-word 1] [--reps 3] [--lead 30] [--tpot-ms N] [--json out.json]
 import { writeFileSync } from 'node:fs';
 import { Rng } from '../../src/util/rng.ts';
 import { promptText, wordsForTokens } from '../../src/harness/prompt-text.ts';
@@ -24,6 +24,8 @@ const reps = Number(opt('--reps', '3'));
 const lead = Number(opt('--lead', '30'));
 const outputTokens = Number(opt('--output-tokens', '1500'));
 const jsonOut = opt('--json', '');
+/** With --tpot-ms: stream A sends it as x-slo-tpot-ms, and B a 120 s x-slo-ms (its prefill then takes longer than the default budget). */
+const tpotMs = opt('--tpot-ms', '');
 
 const model = ((await (await fetch(`${url}/v1/models`)).json()) as { data: { id: string }[] }).data[0]!.id;
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1] ?? NaN;
@@ -51,7 +53,7 @@ interface Rep {
 async function streamA(prompt: string, onToken: (t: number) => void): Promise<void> {
   const res = await fetch(`${url}/v1/completions`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...(tpotMs === '' ? {} : { 'x-slo-tpot-ms': tpotMs }) },
     body: JSON.stringify({ model, prompt, max_tokens: outputTokens, ignore_eos: true, stream: true, temperature: 0 }),
   });
   if (!res.ok || res.body === null) throw new Error(`stream A: HTTP ${res.status}: ${await res.text()}`);
@@ -84,7 +86,7 @@ for (let rep = 0; rep < reps; rep++) {
       bStart = performance.now();
       bDone = fetch(`${url}/v1/completions`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', ...(tpotMs === '' ? {} : { 'x-slo-ms': '120000' }) },
         body: JSON.stringify({ model, prompt: `Long ${rep}. ${promptText(rng, wordsForTokens(longTokens, tpw))}`, max_tokens: 1, temperature: 0 }),
       }).then(async (r) => {
         const body = (await r.json()) as { usage?: { prompt_tokens: number }; error?: { message: string } };
@@ -122,4 +124,4 @@ for (let rep = 0; rep < reps; rep++) {
       `A's median over the stream ${r.streamMedianMs.toFixed(2)} ms: max during B ${(r.insideMaxMs / r.streamMedianMs).toFixed(1)}x it, p99 during B ${(r.insideP99Ms / r.streamMedianMs).toFixed(1)}x`,
   );
 }
-if (jsonOut !== '') writeFileSync(jsonOut, JSON.stringify({ url, model, longTokens, tokensPerWord: tpw, lead, outputTokens, results }, null, 2) + '\n');
+if (jsonOut !== '') writeFileSync(jsonOut, JSON.stringify({ url, model, longTokens, tokensPerWord: tpw, lead, outputTokens, tpotMs: tpotMs === '' ? null : Number(tpotMs), results }, null, 2) + '\n');

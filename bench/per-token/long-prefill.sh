@@ -6,6 +6,8 @@
 #   target   the same budget with an explicit target: --step-target-ms $TARGET_MS (default 10) --batch-tokens 2048
 #   tight    an explicit target whose chunks may shrink below 64 rows: --step-target-ms $TIGHT_MS (default 6)
 #            --step-min-chunk $MIN_CHUNK (default 1) --batch-tokens 2048
+#   tpot     the defaults, stream A sending x-slo-tpot-ms $TPOT_MS (default 10): the step budget holds the
+#            steps that carry A within it (B sends a 120 s x-slo-ms)
 #   llama-server  LLAMA_SERVER with -c 8192 -np 16 --kv-unified (Headroom's default pool), behind
 #            bench/peer/chat-proxy.ts as in bench/peer/
 #   before   BEFORE_BIN (bin/headroom.mjs of another checkout, built there: the "before") with its defaults
@@ -28,11 +30,14 @@ for (( r = 0; r < ROUNDS; r++ )); do
       budget) flags=(--step-target-ms auto --batch-tokens 2048) ;;
       target) flags=(--step-target-ms "${TARGET_MS:-10}" --batch-tokens 2048) ;;
       tight) flags=(--step-target-ms "${TIGHT_MS:-6}" --step-min-chunk "${MIN_CHUNK:-1}" --batch-tokens 2048) ;;
+      tpot) flags=() ;;
       before) flags=(); bin=${BEFORE_BIN:?set BEFORE_BIN for the before configuration} ;;
       llama-server) bin= ;;
       *) echo "unknown configuration $cfg" >&2; exit 2 ;;
     esac
     log="$out/$cfg-r$r.log"
+    extra=()
+    if [[ $cfg == tpot ]]; then extra=(--tpot-ms "${TPOT_MS:-10}"); fi
     proxy=
     if [[ -z $bin ]]; then
       : "${LLAMA_SERVER:?set LLAMA_SERVER for the llama-server configuration}"
@@ -45,7 +50,7 @@ for (( r = 0; r < ROUNDS; r++ )); do
     fi
     if wait_ready "http://127.0.0.1:$port" $ready "$pid"; then
       echo "== $cfg round $r (load $(cut -d' ' -f1-3 /proc/loadavg))"
-      node --import tsx bench/per-token/long-prefill-itl.ts --url "http://127.0.0.1:$port" --tokens-per-word 1.14 --reps "$REPS" --lead "${LEAD:-30}" --json "$out/$cfg-r$r.json"
+      node --import tsx bench/per-token/long-prefill-itl.ts --url "http://127.0.0.1:$port" --tokens-per-word 1.14 --reps "$REPS" --lead "${LEAD:-30}" "${extra[@]}" --json "$out/$cfg-r$r.json"
     fi
     stop_server "$pid"
     if [[ -n $proxy ]]; then stop_server "$proxy"; fi

@@ -188,7 +188,7 @@ export class CompletionsHandler {
 
   #job(call: Call): GenerationJob {
     const p = call.prepared;
-    return { id: call.id, promptTokens: p.promptTokens, maxTokens: p.maxTokens, sampling: p.sampling, ignoreEos: p.ignoreEos, n: p.n, arrivalMs: call.ctx.arrivalMs, sloMs: p.sloMs };
+    return { id: call.id, promptTokens: p.promptTokens, maxTokens: p.maxTokens, sampling: p.sampling, ignoreEos: p.ignoreEos, n: p.n, arrivalMs: call.ctx.arrivalMs, sloMs: p.sloMs, tpotMs: p.tpotBudgetMs };
   }
 
   /** The engine snapshot (a sort of the held requests when stale) and the features, only when admission or the trace reads them. */

@@ -41,6 +41,8 @@ export interface Prepared {
   readonly sloMs: number;
   /** TTFT budget (`x-slo-ttft-ms`), or null. */
   readonly ttftBudgetMs: number | null;
+  /** TPOT budget (`x-slo-tpot-ms`), or null: while the request decodes, the engine keeps its steps within it. */
+  readonly tpotBudgetMs: number | null;
   readonly stream: boolean;
   readonly includeUsage: boolean;
 }
@@ -113,6 +115,7 @@ export async function prepare(p: Parsed, budget: BudgetHeaders, deps: PrepareDep
     ignoreEos: body.ignore_eos === true,
     sloMs,
     ttftBudgetMs,
+    tpotBudgetMs: tpotMs,
     stream,
     includeUsage: stream && body.stream_options?.include_usage === true,
   };

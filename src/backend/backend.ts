@@ -47,6 +47,8 @@ export interface GenerationJob {
   /** Backend clock, ms. */
   readonly arrivalMs: number;
   readonly sloMs: number;
+  /** Time-per-output-token budget (`x-slo-tpot-ms`); absent or null: none. */
+  readonly tpotMs?: number | null;
 }
 
 export type GenerationEvent =

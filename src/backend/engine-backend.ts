@@ -70,6 +70,7 @@ export class EngineBackend implements Backend {
         ignoreEos: job.ignoreEos,
         arrivalMs: job.arrivalMs,
         sloMs: job.sloMs,
+        ...(job.tpotMs == null ? {} : { tpotMs: job.tpotMs }),
         isEog,
         ...(leader === null ? {} : { forkOf: leader }),
       });

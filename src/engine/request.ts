@@ -38,6 +38,11 @@ export interface RequestInit {
   readonly ignoreEos: boolean;
   readonly arrivalMs: number;
   readonly sloMs: number;
+  /**
+   * Time-per-output-token budget (ms): while this request decodes, a step that carries it also
+   * carries no more prompt rows than fit the budget (the step budget; docs/per-token.md §13).
+   */
+  readonly tpotMs?: number;
   /** End-of-generation test (the tokenizer's). */
   readonly isEog: (token: number) => boolean;
   /**
@@ -64,6 +69,8 @@ export class Request implements OutputSource {
   readonly arrivalMs: number;
   /** Earliest-deadline-first key: arrival + SLO. */
   readonly deadlineMs: number;
+  /** Time-per-output-token budget (ms), or null. */
+  readonly tpotMs: number | null;
   readonly outputTokens: number[] = [];
   /** With sampling.logprobs set: one entry per output token (null where the runner gave none). */
   readonly outputLogprobs: (TokenLogprob | null)[] = [];
@@ -102,6 +109,8 @@ export class Request implements OutputSource {
     this.ignoreEos = init.ignoreEos;
     this.arrivalMs = init.arrivalMs;
     this.deadlineMs = init.arrivalMs + init.sloMs;
+    if (init.tpotMs !== undefined && !(init.tpotMs > 0)) throw new Error(`Request: expected tpotMs > 0, got ${init.tpotMs}`);
+    this.tpotMs = init.tpotMs ?? null;
     this.#isEog = init.isEog;
     this.forkOf = init.forkOf ?? null;
     if (this.forkOf !== null && this.forkOf.promptTokens !== init.promptTokens && this.forkOf.promptTokens.join() !== init.promptTokens.join()) {

@@ -123,6 +123,21 @@ test('a prepared job reaches the backend: tokens, limits, budget, sampling, n', 
   assert.equal(body.usage.completion_tokens, 2 * tokenizer.tokenize('hello world', false).length);
 });
 
+test('the TPOT budget header reaches the backend with the job, and bounds its E2E budget; without it the job has none', async () => {
+  backend.script = ['hi'];
+  const res = await post('/v1/completions', { model: 'fake', prompt: 'the queue', max_tokens: 10 }, { 'x-slo-tpot-ms': '12', 'x-slo-ttft-ms': '400' });
+  await res.body.dump();
+  assert.equal(res.statusCode, 200);
+  assert.equal(backend.jobs.at(-1)!.tpotMs, 12);
+  assert.equal(backend.jobs.at(-1)!.sloMs, 400 + 10 * 12);
+  const plain = await post('/v1/completions', { model: 'fake', prompt: 'the queue', max_tokens: 10 });
+  await plain.body.dump();
+  assert.equal(backend.jobs.at(-1)!.tpotMs ?? null, null);
+  const bad = await post('/v1/completions', { model: 'fake', prompt: 'the queue', max_tokens: 10 }, { 'x-slo-tpot-ms': 'soon' });
+  assert.equal(bad.statusCode, 400);
+  assert.match(((await bad.body.json()) as { error: { message: string } }).error.message, /x-slo-tpot-ms/);
+});
+
 test('a stop string ends its choice in the API and tells the backend to stop that choice only', async () => {
   backend.script = ['hello world stream', 'the river and the stone'];
   backend.stopped.length = 0;

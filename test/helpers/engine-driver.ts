@@ -18,6 +18,7 @@ export interface Job {
   readonly temperature?: number;
   readonly seed?: number;
   readonly sloMs?: number;
+  readonly tpotMs?: number;
 }
 
 export interface Outcome {
@@ -50,6 +51,7 @@ export function makeRequest(ctx: RequestFactoryContext, job: Job, id: string, ou
     ignoreEos: true,
     arrivalMs: ctx.now(),
     sloMs: job.sloMs ?? 10_000,
+    ...(job.tpotMs === undefined ? {} : { tpotMs: job.tpotMs }),
     isEog: (t) => tok.isEog(t),
   });
   const o: Outcome = { text: '', tokens: [], reason: null, request: req };

@@ -417,23 +417,43 @@ export class StepBudget {
    * Most prompt tokens for a step that already carries `decodeRows` decode rows, the chunk starting
    * at position `chunkPos`. The chunk is sized by what it adds to the step, so decode rows never
    * squeeze prompts out: under load a step is its decode rows plus one target.
+   *
+   * `within.target` (default true): size by the step-time target. `within.stepCapMs`: a whole step's
+   * cap (the tightest TPOT budget among the decode rows): the chunk adds at most the cap minus what
+   * a decode-only step with these rows costs, down to one row a step.
    */
-  prefillTokens(decodeRows: number, _decodeCells: number, chunkPos: number, _poolCells: number): number {
-    const { baseChunkTokens: base, maxChunkTokens: max, minChunkTokens: min } = this.#opts;
+  prefillTokens(decodeRows: number, _decodeCells: number, chunkPos: number, _poolCells: number, within: { readonly target?: boolean; readonly stepCapMs?: number | null } = {}): number {
+    const { baseChunkTokens: base, maxChunkTokens: max } = this.#opts;
     if (decodeRows === 0) return Math.max(0, max);
+    const useTarget = within.target ?? true;
+    const cap = within.stepCapMs ?? null;
     const explicit = this.#opts.targetMs !== undefined;
     // With decode rows and the derived target, never above the base chunk: that target is the base
     // chunk's cost at the start of a prompt, so more could only come from extrapolating the fit.
-    let room = Math.max(0, explicit ? max - decodeRows : Math.min(base, max - decodeRows));
-    const target = this.targetMs();
+    // Without a target (a cap alone) the base chunk stays the most: a cap only shrinks chunks.
+    let room = Math.max(0, explicit && useTarget ? max - decodeRows : Math.min(base, max - decodeRows));
+    let target = useTarget ? this.targetMs() : null;
+    let min = this.#opts.minChunkTokens;
+    if (cap !== null) {
+      // A request's own budget is honoured down to one row; before a decode-only step with these
+      // rows has been timed, what a chunk may add is unknown: one row.
+      min = 1;
+      const decodeOnly = this.chunks.baseMs(decodeRows);
+      if (decodeOnly === null) return Math.min(1, room);
+      const fromCap = Math.max(0, cap - decodeOnly);
+      target = target === null ? fromCap : Math.min(target, fromCap);
+    }
     if (target === null) return Math.min(base, room);
     const f = (n: number): number | null => this.chunks.addMs(decodeRows, n, chunkPos);
     // Nothing learnt yet, or a fit that makes no physical sense at this depth: the static chunk, or
-    // the floor under a fixed target (a base chunk could overshoot it many times).
-    if (f(min) === null || f(Math.max(min, Math.min(room, TILED_ROWS))) === null) return Math.min(explicit ? min : base, room);
+    // the floor under a fixed target or a cap (a base chunk could overshoot it many times).
+    if (f(min) === null || f(Math.max(min, Math.min(room, TILED_ROWS))) === null) return Math.min(explicit || cap !== null ? min : base, room);
     // Chunks grow at most two-fold past what the fit has seen (a fit of 1- and 2-row steps once
-    // priced 2,047 rows at 1.4 ms).
-    room = Math.min(room, Math.max(min, 2 * this.chunks.largestChunk));
+    // priced 2,047 rows at 1.4 ms); from 64 rows on, by at least 64: the scheduler trims a chunk by
+    // up to 63 rows to align the step's rows, and less growth was trimmed away (63 rows, doubled to
+    // 126, back to 63, for good).
+    const seen = this.chunks.largestChunk;
+    room = Math.min(room, Math.max(min, 2 * seen < TILED_ROWS ? 2 * seen : Math.max(2 * seen, seen + TILED_ROWS)));
     // The largest n in [lo, hi] that adds at most the target, or 0 (f increases within one kind of step).
     const largest = (lo: number, hi: number): number => {
       if (lo > hi || f(lo)! > target) return 0;

@@ -102,14 +102,14 @@ interface ChunkStep {
 }
 
 /** Drives a budget as the scheduler does: d decode rows beside one prompt of `tokens`, chunk by chunk, steps timed with ±noise. */
-function prefillBeside(b: StepBudget, d: number, tokens: number, noise = 0.05, seed = 7): ChunkStep[] {
+function prefillBeside(b: StepBudget, d: number, tokens: number, noise = 0.05, seed = 7, within?: Parameters<StepBudget['prefillTokens']>[4]): ChunkStep[] {
   let st = seed;
   const u = (): number => ((st = (Math.imul(st, 1103515245) + 12345) >>> 0), st / 2 ** 32);
   const ctx = 100 * d;
   for (let i = 0; i < 10; i++) b.observe({ decodeRows: d, promptRows: 0, ownCells: ctx, promptCells: 0, poolCells: ctx }, decodeMs(d) * (1 + noise * (2 * u() - 1)));
   const steps: ChunkStep[] = [];
   for (let pos = 0; pos < tokens; ) {
-    const n = Math.min(alignedPromptBudget(d, b.prefillTokens(d, ctx, pos, ctx + pos)), tokens - pos);
+    const n = Math.min(alignedPromptBudget(d, b.prefillTokens(d, ctx, pos, ctx + pos, within)), tokens - pos);
     const promptCells = n * pos + (n * (n + 1)) / 2;
     const ms = (decodeMs(d) + chunkAddMs(d, n, pos)) * (1 + noise * (2 * u() - 1));
     b.observe({ decodeRows: d, promptRows: n, ownCells: ctx + d + promptCells, promptCells, poolCells: ctx + pos + d + n }, ms);
@@ -193,8 +193,27 @@ test('budget: a fixed target, the minimum chunk floor, growth past what was meas
   assert.equal(odd.prefillTokens(2, 200, 0, 1000), 256);
 });
 
+test('budget: a TPOT cap holds the whole step within it, down to one row a step, and never raises a chunk above the base', () => {
+  // Sizing off (the default), a stream with a 9 ms TPOT beside a 6,000-token prompt.
+  const b = new StepBudget({ baseChunkTokens: 256, maxChunkTokens: 2048 });
+  assert.equal(b.prefillTokens(1, 100, 0, 100, { target: false, stepCapMs: 9 }), 1, 'no decode-only step timed yet: one row');
+  const steps = prefillBeside(b, 1, 6000, 0.05, 7, { target: false, stepCapMs: 9 });
+  const over = steps.filter((s) => decodeMs(1) + s.addMs > 9 * 1.15);
+  assert.ok(over.length <= 2, `steps over the cap: ${over.map((s) => `${s.n}@${s.pos}:${(decodeMs(1) + s.addMs).toFixed(1)}`).join(',')}`);
+  assert.ok(steps.filter((s) => s.pos > 5000).every((s) => s.n === 1), `deep in the prompt, one row a step: ${steps.filter((s) => s.pos > 5000).map((s) => s.n).join(',')}`);
+  // A loose cap leaves the --prefill-chunk cap as it was.
+  const loose = new StepBudget({ baseChunkTokens: 256, maxChunkTokens: 2048 });
+  const looseSteps = prefillBeside(loose, 1, 3000, 0.05, 7, { target: false, stepCapMs: 10_000 });
+  assert.ok(looseSteps.every((s) => s.n <= 256) && looseSteps.some((s) => s.n >= 250), `loose: ${looseSteps.map((s) => s.n).join(',')}`);
+  // With a target as well, the tighter of the two.
+  const both = new StepBudget({ baseChunkTokens: 256, maxChunkTokens: 2048, minChunkTokens: 1, targetMs: 30 });
+  prefillBeside(both, 1, 3000);
+  const n = both.prefillTokens(1, 100, 2000, 2100, { stepCapMs: 9 });
+  assert.ok(n >= 1 && decodeMs(1) + chunkAddMs(1, n, 2000) <= 9 * 1.1 && n < both.prefillTokens(1, 100, 2000, 2100), `chunk ${n}`);
+});
+
 /** A 40-token-prompt stream decodes while a ~6,000-token prompt prefills; the step times of steps carrying the stream. */
-async function streamStepsDuringLongPrefill(stepTarget: 'auto' | 'off'): Promise<{ times: number[]; targetMs: number }> {
+async function streamStepsDuringLongPrefill(stepTarget: 'auto' | 'off', tpotMs?: number): Promise<{ times: number[]; targetMs: number }> {
   const runner = new MockRunner({
     realTime: false,
     contextTokens: 16384,
@@ -208,7 +227,7 @@ async function streamStepsDuringLongPrefill(stepTarget: 'auto' | 'off'): Promise
   for (let i = 0; i < 4; i++) s.add(makeRequest(engineLike(0), { prompt: `warm ${i} ${'a b c d '.repeat(60 + i * 40)}`, maxTokens: 12 }, `w${i}`, out));
   let t = 0;
   for (; s.numUnfinished > 0 && t < 2000; t++) await stepOnce(s, runner, t);
-  const stream = makeRequest(engineLike(t), { prompt: 'stream me', maxTokens: 3000 }, 'stream', out);
+  const stream = makeRequest(engineLike(t), { prompt: 'stream me', maxTokens: 3000, ...(tpotMs === undefined ? {} : { tpotMs }) }, 'stream', out);
   s.add(stream);
   for (let k = 0; k < 5; k++) await stepOnce(s, runner, t++);
   const long = makeRequest(engineLike(t), { prompt: 'the river and the stone '.repeat(1200), maxTokens: 4 }, 'long', out);
@@ -236,6 +255,16 @@ test('while a 6,000-token prompt prefills, the step budget holds a decoding stre
   const max = (xs: number[]): number => Math.max(...xs);
   assert.ok(max(budgeted.times) < 1.2 * budgeted.targetMs, `budgeted: max ${max(budgeted.times)} ms vs target ${budgeted.targetMs}`);
   assert.ok(max(fixed.times) > 1.5 * fixed.targetMs, `fixed chunk: max ${max(fixed.times)} ms vs ${fixed.targetMs} (the test's premise)`);
+});
+
+test("a decoding stream's TPOT budget holds the steps that carry it while a 6,000-token prompt prefills, with the step budget off", async () => {
+  const capped = await streamStepsDuringLongPrefill('off', 12);
+  assert.ok(capped.times.length > 20);
+  const sorted = [...capped.times].sort((a, b) => a - b);
+  // Every step within 15% of the budget but the first few, taken before the chunk model had seen a mixed step.
+  assert.ok(sorted[sorted.length - 4]! <= 12 * 1.15, `steps carrying the stream: ${sorted.slice(-6).map((x) => x.toFixed(1)).join(', ')} ms`);
+  const uncapped = await streamStepsDuringLongPrefill('off');
+  assert.ok(Math.max(...uncapped.times) > 3 * 12, 'without the budget the same steps grow with depth (the premise)');
 });
 
 test('row alignment: decode rows plus prompt rows come out a whole number of 64 where the budget allows', () => {
