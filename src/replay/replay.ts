@@ -172,6 +172,7 @@ function makeRequest(s: SubmitLine, requests: ReadonlyMap<string, Request>, bloc
     ignoreEos: s.ie === 1,
     arrivalMs: s.arr,
     sloMs: s.slo,
+    ...(s.tpot === undefined ? {} : { tpotMs: s.tpot }),
     isEog: (t) => t === EOS_ID,
     ...(leader === null ? {} : { forkOf: leader }),
   });

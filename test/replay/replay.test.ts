@@ -1,5 +1,6 @@
 // `headroom replay` against a live recording: a mock-runner server with --record serves a load with
-// a shared prompt prefix (prefix-cache hits), a queue cap (refusals) and parallel sampling (forks);
+// a shared prompt prefix (prefix-cache hits), a queue cap (refusals), parallel sampling (forks) and
+// TPOT budgets (chunks sized to them);
 // replaying it with the recorded settings reproduces every step's plan and outputs exactly, and a
 // changed scheduler setting shows diffs from the step where its decisions part. The CLI's exit
 // codes: 0 same, 1 differs, 2 not replayable; a rotated run is refused.
@@ -29,7 +30,9 @@ async function recordLoad(dir: string): Promise<{ rec: Recording; runDir: string
   for (let i = 0; i < 40; i++) {
     await new Promise((r) => setTimeout(r, i % 10 === 9 ? 40 : 4));
     const body = { model: 'headroom-mock', prompt: `${SYSTEM}question ${i}: ${'why '.repeat(i % 7)}`, max_tokens: 6 + ((i * 5) % 30), ignore_eos: true, ...(i % 8 === 3 ? { n: 2 } : {}) };
-    sends.push(fetch(`${s.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(async (r) => {
+    // Some streams carry a TPOT budget, which shrinks the prompt chunks of the steps that carry them.
+    const headers = { 'content-type': 'application/json', ...(i % 6 === 1 ? { 'x-slo-tpot-ms': '8' } : {}) };
+    sends.push(fetch(`${s.url}/v1/completions`, { method: 'POST', headers, body: JSON.stringify(body) }).then(async (r) => {
       await r.arrayBuffer();
       return r.status;
     }));
@@ -50,6 +53,7 @@ test('a mock-runner recording replays with zero diffs; a changed scheduler setti
   assert.ok(rec.done.some((d) => d.cached > 0), 'prefix-cache hits');
   assert.ok(rec.submits.some((s) => s.fork !== null), 'parallel sampling');
   assert.ok(rec.steps.some((s) => s.r.length > 1), 'batched steps');
+  assert.ok(rec.submits.some((s) => s.tpot === 8), 'TPOT budgets');
 
   const same = await replay(rec);
   assert.deepEqual(same.diffs, []);

@@ -61,6 +61,8 @@ export interface SubmitLine {
   readonly fork: string | null;
   readonly b: readonly string[];
   readonly tl: string;
+  /** TPOT budget, ms (x-slo-tpot-ms); absent when the request had none. */
+  readonly tpot?: number;
 }
 
 export interface StepLine {
@@ -183,6 +185,7 @@ export function submitLine(req: Request, atMs: number, blockSize: number): Submi
     fork: req.forkOf?.id ?? null,
     b,
     tl: hex(fnv(FNV_SEED, tokens)),
+    ...(req.tpotMs === null ? {} : { tpot: req.tpotMs }),
   };
 }
 
