@@ -44,8 +44,8 @@
 // c0 + n·(a + b·p̄) in the chunk's rows n and their mean position p̄ — the position moves through the
 // whole prompt however the chunks are sized, so the slope stays identifiable. Steps under 64 rows
 // and steps of 64 or more get separate fits: llama.cpp's CPU attention tiles 64 query rows at a
-// time, and at position ~5,900 a row cost 3.7–4.0 ms in a chunk of 4–32 rows against 2.5 ms in one
-// of 64.
+// time, and at position 5,888 a row cost 3.0–3.4 ms in a chunk of 4–32 rows against 2.3 ms in one
+// of 64 (results/per-token/chunk-cost-small.json).
 
 // Until `warmupSteps` steps have been observed the derived target is not trusted: the budget is
 // baseChunkTokens, the static behaviour. A fixed target uses the chunk model from its first mixed
