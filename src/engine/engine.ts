@@ -75,6 +75,11 @@ export interface StepTimeStats {
   readonly slow: boolean;
   /** The cost model's terms: [ms, ms/decode row, ms/prompt row, ms/1000 own cells, ms/(row·1000 pool cells)]. */
   readonly theta: readonly number[];
+  /**
+   * What a prompt chunk adds to a step, as chunks are sized: [ms a mixed step, ms a row, ms a row per
+   * 1000 cells of position], for steps under 64 rows and for 64 and over (null until seen).
+   */
+  readonly chunkCost: { readonly small: readonly number[] | null; readonly tiled: readonly number[] | null };
 }
 
 /** Steps this much slower than the same kind of step when first seen put the engine in the slow state ... */
@@ -293,7 +298,9 @@ export class Engine {
     const round = (x: number): number => Math.round(x * 1e4) / 1e4;
     const target = b.targetMs();
     const slowdown = b.model.slowdown;
-    return { warm: b.warm, targetMs: target === null ? null : round(target), slowdown: slowdown === null ? null : round(slowdown), slow: this.#slow, theta: b.model.theta.map(round) };
+    const lines = b.chunks.lines();
+    const chunkCost = { small: lines.small?.map(round) ?? null, tiled: lines.tiled?.map(round) ?? null };
+    return { warm: b.warm, targetMs: target === null ? null : round(target), slowdown: slowdown === null ? null : round(slowdown), slow: this.#slow, theta: b.model.theta.map(round), chunkCost };
   }
 
   async #loop(): Promise<void> {

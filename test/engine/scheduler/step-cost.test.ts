@@ -318,6 +318,9 @@ test('the engine reports steps that turn far slower than before, and their recov
   assert.ok(first !== undefined && first[0], 'slow steps were reported');
   assert.ok(first[1] >= 3, `slowdown ${first[1]}`);
   assert.equal(engine.stats().stepTime!.slow, true);
+  // /stats shows the chunk model as it stands: prompts beside decoding requests have taught it.
+  const { small, tiled } = engine.stats().stepTime!.chunkCost;
+  assert.ok([small, tiled].some((l) => l !== null && l.length === 3 && l[1]! + l[2]! > 0), `chunk cost ${JSON.stringify({ small, tiled })}`);
   factor = 1;
   for (let round = 0; round < 4; round++) await runJobs(engine, jobs(`calm ${round}`));
   assert.equal(events.at(-1)?.[0], false, 'and their recovery');
