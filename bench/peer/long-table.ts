@@ -86,8 +86,8 @@ for (const mine of systems.filter((x) => x !== 'llama-server')) {
 /** Per seed: the median over requests answered by both of mine's TTFT / base's, and of their median ITLs. */
 async function perRequest(mine: string, base: string): Promise<void> {
   console.log(`\n${mine} / ${base}, request by request (median of per-request ratios), per seed:\n`);
-  console.log('| rate | seed | requests | TTFT | ITL |');
-  console.log('|---|---|---|---|---|');
+  console.log('| rate | seed | requests | TTFT | ITL | TTFT, shared document | TTFT, unique prompt |');
+  console.log('|---|---|---|---|---|---|---|');
   for (const rate of rates) {
     for (const seed of seeds) {
       const dirA = join(root, seed, rate, mine);
@@ -97,13 +97,19 @@ async function perRequest(mine: string, base: string): Promise<void> {
       const b = new Map((await readRecords(dirB)).filter(ok).map((r) => [r.request_id, r]));
       const ttft: number[] = [];
       const itl: number[] = [];
+      const byClass = new Map<string, number[]>();
       for (const r of (await readRecords(dirA)).filter(ok)) {
         const o = b.get(r.request_id);
         if (o === undefined) continue;
         ttft.push(r.ttft_ms! / o.ttft_ms!);
+        byClass.set(r.klass, [...(byClass.get(r.klass) ?? []), r.ttft_ms! / o.ttft_ms!]);
         if (r.itl_ms.length > 0 && o.itl_ms.length > 0) itl.push(median(r.itl_ms) / median(o.itl_ms));
       }
-      console.log(`| ${rate.slice(5)} | ${seed.slice(5)} | ${ttft.length} | ${ttft.length > 0 ? median(ttft).toFixed(2) : '—'} | ${itl.length > 0 ? median(itl).toFixed(2) : '—'} |`);
+      const cls = (k: string): string => {
+        const xs = byClass.get(k) ?? [];
+        return xs.length > 0 ? `${median(xs).toFixed(2)} (${xs.length})` : '—';
+      };
+      console.log(`| ${rate.slice(5)} | ${seed.slice(5)} | ${ttft.length} | ${ttft.length > 0 ? median(ttft).toFixed(2) : '—'} | ${itl.length > 0 ? median(itl).toFixed(2) : '—'} | ${cls('shared')} | ${cls('unique')} |`);
     }
   }
 }
