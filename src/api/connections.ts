@@ -39,6 +39,8 @@ export interface ConnectionStats {
   readonly numOverflow: number;
   /** Overflow connections closed to make room for newer ones past the hard bound. */
   readonly numEvicted: number;
+  /** Overflow connections closed after OVERFLOW_IDLE_MS without a byte written to them (no request came, or not all of it). */
+  readonly numIdleClosed: number;
 }
 
 export class ConnectionGuard {
@@ -51,6 +53,7 @@ export class ConnectionGuard {
   #numOpen = 0;
   #numOverflow = 0;
   #numEvicted = 0;
+  #numIdleClosed = 0;
 
   constructor(limits: ConnectionLimits) {
     for (const k of ['maxConnections', 'maxConnectionsPerAddress'] as const) {
@@ -76,7 +79,7 @@ export class ConnectionGuard {
   }
 
   stats(): ConnectionStats {
-    return { numOpen: this.#numOpen, softLimit: this.#soft, hardLimit: this.#hard, numOverflow: this.#numOverflow, numEvicted: this.#numEvicted };
+    return { numOpen: this.#numOpen, softLimit: this.#soft, hardLimit: this.#hard, numOverflow: this.#numOverflow, numEvicted: this.#numEvicted, numIdleClosed: this.#numIdleClosed };
   }
 
   #onConnection(socket: Socket): void {
@@ -105,7 +108,11 @@ export class ConnectionGuard {
     if (this.#numOpen > this.#soft || fromAddress >= this.#perAddress) {
       this.#numOverflow++;
       this.#overflow.add(socket);
-      socket.setTimeout(OVERFLOW_IDLE_MS, () => socket.destroy());
+      socket.setTimeout(OVERFLOW_IDLE_MS, () => {
+        // Closed without an answer: counted, as evictions are (the client sees a close or a reset).
+        if (socket.bytesWritten === 0) this.#numIdleClosed++;
+        socket.destroy();
+      });
     }
   }
 }

@@ -133,7 +133,7 @@ test('a flood of connections past the bound is refused with 503 while /health an
   await ok.body.dump();
 });
 
-test('one address past its own bound is refused with 503 while the total bound has room', async () => {
+test('one address past its own bound is refused with 503 while the total bound has room; a silent one is closed and counted', async () => {
   const perAddress = await startTestServer({ server: { maxConnections: 40, maxConnectionsPerAddress: 4 } });
   const p = Number(new URL(perAddress.url).port);
   const holders: Socket[] = [];
@@ -154,6 +154,20 @@ test('one address past its own bound is refused with 503 while the total bound h
     const h = await request(`${perAddress.url}/health`, { reset: true });
     assert.equal(h.statusCode, 200);
     await h.body.dump();
+    // A connection past the bound that sends nothing is closed after a second, unanswered, and counted
+    // (before the 10 s headers timeout could answer it with a 408).
+    const idleBefore = perAddress.headroom.connections.stats().numIdleClosed;
+    const silent = await new Promise<{ afterMs: number; received: string }>((resolve) => {
+      const s = connect(p, '127.0.0.1');
+      const t0 = performance.now();
+      let received = '';
+      s.on('data', (b) => (received += b.toString('latin1')));
+      s.on('error', () => undefined);
+      s.on('close', () => resolve({ afterMs: performance.now() - t0, received }));
+    });
+    assert.equal(silent.received, '');
+    assert.ok(silent.afterMs >= 900 && silent.afterMs < 9000, `closed after ${silent.afterMs.toFixed(0)} ms`);
+    assert.equal(perAddress.headroom.connections.stats().numIdleClosed, idleBefore + 1);
   } finally {
     for (const s of holders) s.destroy();
     await perAddress.close();

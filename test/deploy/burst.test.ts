@@ -95,14 +95,18 @@ function assertBurst({ report: r, servers, exitsBeforeStop }: Run): void {
   assert.deepEqual(unexpected, [], `outcomes other than answers, refusals and evictions: ${summary}`);
   assert.ok((r.outcomes['ok'] ?? 0) > 0, 'some requests were served');
   const front = r.server[servers[0]!.name]!;
-  const guard = front.connections as { numEvicted: number; numOverflow: number };
-  // Closed without an answer: only the guard's evictions may do that (an evicted socket with unread
-  // bytes gets a reset instead of a FIN). Resets beyond them are allowed only when the kernel dropped
-  // handshakes from a full listen queue (those clients get a reset from the kernel, later).
+  const guard = front.connections as { numEvicted: number; numOverflow: number; numIdleClosed: number };
+  // Closed without an answer: only the guard may do that, evicting an overflow connection or closing
+  // one that sent no request within a second (a socket closed with unread bytes gets a reset instead
+  // of a FIN; a client that writes after the close gets one too). Resets beyond them are allowed
+  // only when the kernel dropped handshakes from a full listen queue (those clients get a reset from
+  // the kernel, later). The idle closes were not counted before a CI run on a loaded runner saw 22
+  // resets with no eviction and no listen drop (not reproduced since; the whole report is in the message).
+  const closedByGuard = guard.numEvicted + guard.numIdleClosed;
   const numClosed = r.outcomes['closed'] ?? 0;
   const numUnanswered = [...EVICTED].reduce((a, k) => a + (r.outcomes[k] ?? 0), 0);
-  assert.ok(numClosed <= guard.numEvicted, `${numClosed} connections closed without an answer, the guard evicted ${guard.numEvicted}`);
-  if ((r.kernelListenDrops ?? 0) === 0) assert.ok(numUnanswered <= guard.numEvicted, `${numUnanswered} connections closed or reset without an answer, the guard evicted ${guard.numEvicted}, no listen-queue drops`);
+  assert.ok(numClosed <= closedByGuard, `${numClosed} connections closed without an answer, the guard evicted ${guard.numEvicted} and closed ${guard.numIdleClosed} idle: ${summary}`);
+  if ((r.kernelListenDrops ?? 0) === 0) assert.ok(numUnanswered <= closedByGuard, `${numUnanswered} connections closed or reset without an answer, the guard evicted ${guard.numEvicted} and closed ${guard.numIdleClosed} idle, no listen-queue drops: ${summary}`);
   assert.ok((r.outcomes['503 too_many_connections'] ?? 0) <= guard.numOverflow, `503 too_many_connections beyond the front door's overflow count: ${summary}`);
   // 429s: flow control's refusals, each one counted by the server.
   const num429 = Object.entries(r.outcomes).filter(([k]) => k.startsWith('429 ')).reduce((a, [, n]) => a + n, 0);
