@@ -204,13 +204,11 @@ export class BatchScheduler implements Scheduler {
       let tpot: number | null = null;
       for (const s of scheduled) if (s.request.tpotMs !== null && (tpot === null || s.request.tpotMs < tpot)) tpot = s.request.tpotMs;
       if (this.#stepBudget !== null && (this.#sizeChunks || tpot !== null)) {
-        let decodeCells = 0;
-        for (const s of scheduled) decodeCells += s.request.numComputedTokens;
         // The chunk's position: the deepest prompt under way (the conservative guess), else a new one at 0.
         let chunkPos = 0;
         for (const r of this.#running) if (r.numComputedTokens < r.numPromptTokens) chunkPos = Math.max(chunkPos, r.numComputedTokens);
         const within = { target: this.#sizeChunks, stepCapMs: tpot };
-        budget.prefillTokens = Math.min(budget.tokens, this.#stepBudget.prefillTokens(scheduled.length, decodeCells, chunkPos, this.#plannedKvCells, within));
+        budget.prefillTokens = Math.min(budget.tokens, this.#stepBudget.prefillTokens(scheduled.length, chunkPos, within));
       } else if (scheduled.length === 0) {
         // Nothing is decoding, so no stream waits on this step: prompts take the whole token budget
         // (fewer, larger llama_decode calls; docs/per-token.md).

@@ -246,8 +246,6 @@ function logBin(n: number): number {
 const BASE_STEPS = 8;
 /** Mixed steps kept per band (512 cells of position × chunk size on a log scale), per line. */
 const PER_BAND = 6;
-/** Below this a chunk's predicted cost (ms) is taken for a fit of noise. */
-const MIN_ADD_MS = 0.01;
 /** Rows at and above which llama.cpp's CPU attention runs tiled (ggml's GGML_FA_TILE_Q). */
 export const TILED_ROWS = 64;
 
@@ -358,16 +356,15 @@ export class ChunkCostModel {
     this.#largestChunk = Math.max(this.#largestChunk, promptRows);
   }
 
-  /** Predicted ms that n prompt rows from position chunkPos add to a step with decodeRows decode rows; null before any mixed step. */
+  /** Predicted ms that n prompt rows from position chunkPos add to a step with decodeRows decode rows; null before a fit has a cost a row. */
   addMs(decodeRows: number, n: number, chunkPos: number): number | null {
     if (n <= 0) return 0;
     const tiled = decodeRows + n >= TILED_ROWS ? 1 : 0;
     // A kind not seen yet borrows the other's line (a small chunk priced as a tiled one is cheap by a third).
     const line = this.#lines[tiled].fit() ?? this.#lines[1 - tiled]!.fit();
     if (line === null) return null;
-    // A chunk that costs nothing is a fit of noise (bigger steps measured faster): no answer.
-    const add = line[0] + n * (line[1] + (line[2] * (chunkPos + (n + 1) / 2)) / 1000);
-    return add > MIN_ADD_MS ? add : null;
+    // Every term ≥ 0 and some cost a row (ChunkLine.fit): what a chunk adds grows with n.
+    return line[0] + n * (line[1] + (line[2] * (chunkPos + (n + 1) / 2)) / 1000);
   }
 
   /** [c0, a, b] of each line (ms a mixed step, ms a row, ms a row per 1000 cells of position); null where unseen. */
@@ -422,7 +419,7 @@ export class StepBudget {
    * cap (the tightest TPOT budget among the decode rows): the chunk adds at most the cap minus what
    * a decode-only step with these rows costs, down to one row a step.
    */
-  prefillTokens(decodeRows: number, _decodeCells: number, chunkPos: number, _poolCells: number, within: { readonly target?: boolean; readonly stepCapMs?: number | null } = {}): number {
+  prefillTokens(decodeRows: number, chunkPos: number, within: { readonly target?: boolean; readonly stepCapMs?: number | null } = {}): number {
     const { baseChunkTokens: base, maxChunkTokens: max } = this.#opts;
     if (decodeRows === 0) return Math.max(0, max);
     const useTarget = within.target ?? true;
@@ -445,9 +442,9 @@ export class StepBudget {
     }
     if (target === null) return Math.min(base, room);
     const f = (n: number): number | null => this.chunks.addMs(decodeRows, n, chunkPos);
-    // Nothing learnt yet, or a fit that makes no physical sense at this depth: the static chunk, or
-    // the floor under a fixed target or a cap (a base chunk could overshoot it many times).
-    if (f(min) === null || f(Math.max(min, Math.min(room, TILED_ROWS))) === null) return Math.min(explicit || cap !== null ? min : base, room);
+    // Nothing learnt yet (no fit with a cost a row): the static chunk, or the floor under a fixed
+    // target or a cap (a base chunk could overshoot it many times).
+    if (f(1) === null) return Math.min(explicit || cap !== null ? min : base, room);
     // Chunks grow at most two-fold past what the fit has seen (a fit of 1- and 2-row steps once
     // priced 2,047 rows at 1.4 ms); from 64 rows on, by at least 64: the scheduler trims a chunk by
     // up to 63 rows to align the step's rows, and less growth was trimmed away (63 rows, doubled to

@@ -102,14 +102,14 @@ interface ChunkStep {
 }
 
 /** Drives a budget as the scheduler does: d decode rows beside one prompt of `tokens`, chunk by chunk, steps timed with ±noise. */
-function prefillBeside(b: StepBudget, d: number, tokens: number, noise = 0.05, seed = 7, within?: Parameters<StepBudget['prefillTokens']>[4]): ChunkStep[] {
+function prefillBeside(b: StepBudget, d: number, tokens: number, noise = 0.05, seed = 7, within?: Parameters<StepBudget['prefillTokens']>[2]): ChunkStep[] {
   let st = seed;
   const u = (): number => ((st = (Math.imul(st, 1103515245) + 12345) >>> 0), st / 2 ** 32);
   const ctx = 100 * d;
   for (let i = 0; i < 10; i++) b.observe({ decodeRows: d, promptRows: 0, ownCells: ctx, promptCells: 0, poolCells: ctx }, decodeMs(d) * (1 + noise * (2 * u() - 1)));
   const steps: ChunkStep[] = [];
   for (let pos = 0; pos < tokens; ) {
-    const n = Math.min(alignedPromptBudget(d, b.prefillTokens(d, ctx, pos, ctx + pos, within)), tokens - pos);
+    const n = Math.min(alignedPromptBudget(d, b.prefillTokens(d, pos, within)), tokens - pos);
     const promptCells = n * pos + (n * (n + 1)) / 2;
     const ms = (decodeMs(d) + chunkAddMs(d, n, pos)) * (1 + noise * (2 * u() - 1));
     b.observe({ decodeRows: d, promptRows: n, ownCells: ctx + d + promptCells, promptCells, poolCells: ctx + pos + d + n }, ms);
@@ -127,20 +127,20 @@ function warmBudget(opts: Partial<ConstructorParameters<typeof StepBudget>[0]> =
 
 test('budget: the static chunk until warm, the whole token budget with nothing decoding', () => {
   const cold = new StepBudget({ baseChunkTokens: 256, maxChunkTokens: 2048 });
-  assert.equal(cold.prefillTokens(3, 300, 1000, 5000), 256);
+  assert.equal(cold.prefillTokens(3, 1000), 256);
   assert.equal(cold.targetMs(), null);
-  assert.equal(cold.prefillTokens(0, 0, 1000, 5000), 2048);
+  assert.equal(cold.prefillTokens(0, 1000), 2048);
   // Decode-only steps, however many, say nothing about a chunk's cost: still the static chunk.
   const decodeOnly = new StepBudget({ baseChunkTokens: 256, maxChunkTokens: 2048 });
   for (let i = 0; i < 100; i++) decodeOnly.observe(sh(1 + (i % 4), 0, 100 + i), truth(1 + (i % 4), 0, 100 + i));
   assert.equal(decodeOnly.warm, false);
-  assert.equal(decodeOnly.prefillTokens(1, 100, 0, 200), 256);
+  assert.equal(decodeOnly.prefillTokens(1, 0), 256);
   const warm = warmBudget();
   assert.equal(warm.warm, true);
-  assert.equal(warm.prefillTokens(0, 0, 0, 7000), 2048);
-  assert.ok(warm.prefillTokens(1, 100, 0, 100) <= 256, 'with decode rows and the derived target, never above the base chunk');
+  assert.equal(warm.prefillTokens(0, 0), 2048);
+  assert.ok(warm.prefillTokens(1, 0) <= 256, 'with decode rows and the derived target, never above the base chunk');
   // A fixed target trusts nothing it has not measured: before a mixed step, the floor, not a base chunk.
-  assert.equal(new StepBudget({ baseChunkTokens: 256, maxChunkTokens: 2048, minChunkTokens: 1, targetMs: 6 }).prefillTokens(1, 100, 0, 100), 1);
+  assert.equal(new StepBudget({ baseChunkTokens: 256, maxChunkTokens: 2048, minChunkTokens: 1, targetMs: 6 }).prefillTokens(1, 0), 1);
 });
 
 test('budget: with decode rows and the derived target, each chunk adds about the target and shrinks as the prompt deepens', () => {
@@ -177,26 +177,34 @@ test('budget: a tight fixed target sizes chunks below 64 rows when the floor all
 test('budget: a fixed target, the minimum chunk floor, growth past what was measured, and a nonsensical fit', () => {
   const fixed = warmBudget({ targetMs: 60 });
   prefillBeside(fixed, 1, 2000);
-  const n = fixed.prefillTokens(1, 100, 1000, 1100);
+  const n = fixed.prefillTokens(1, 1000);
   assert.ok(n >= 64 && chunkAddMs(1, n, 1000) <= 60 * 1.06 && chunkAddMs(1, n + 8, 1000) > 60 * 0.94, `chunk ${n} adds ${chunkAddMs(1, n, 1000)}`);
-  assert.equal(warmBudget({ targetMs: 1 }).prefillTokens(1, 100, 1000, 1100), 64, 'a target below one minimum chunk still makes progress');
+  assert.equal(warmBudget({ targetMs: 1 }).prefillTokens(1, 1000), 64, 'a target below one minimum chunk still makes progress');
   // Two small steps that cost the same say nothing of a big one: the chunk grows at most two-fold.
   const young = new StepBudget({ baseChunkTokens: 256, maxChunkTokens: 2048, minChunkTokens: 1, targetMs: 6 });
   for (let i = 0; i < 8; i++) young.observe({ decodeRows: 1, promptRows: 0, ownCells: 70, promptCells: 0, poolCells: 70 }, 2);
   young.observe({ decodeRows: 1, promptRows: 1, ownCells: 71, promptCells: 1, poolCells: 72 }, 3.4);
   young.observe({ decodeRows: 1, promptRows: 2, ownCells: 74, promptCells: 3, poolCells: 74 }, 3.4);
-  assert.ok(young.prefillTokens(1, 72, 3, 76) <= 4, `after 1- and 2-row steps: ${young.prefillTokens(1, 72, 3, 76)}`);
+  assert.ok(young.prefillTokens(1, 3) <= 4, `after 1- and 2-row steps: ${young.prefillTokens(1, 3)}`);
   // Mixed steps measured faster than decode alone: no cost a row to size by, the static chunk.
   const odd = new StepBudget({ baseChunkTokens: 256, maxChunkTokens: 2048 });
   for (let i = 0; i < 10; i++) odd.observe({ decodeRows: 2, promptRows: 0, ownCells: 200, promptCells: 0, poolCells: 200 }, 50);
   for (let i = 0; i < 40; i++) odd.observe({ decodeRows: 2, promptRows: 10 + i * 10, ownCells: 200, promptCells: (10 + i * 10) * i * 10, poolCells: 1000 }, 40 - i * 0.5);
-  assert.equal(odd.prefillTokens(2, 200, 0, 1000), 256);
+  assert.equal(odd.prefillTokens(2, 0), 256);
+  // Bigger chunks measured cheaper (adds 30 ms falling to 10.5 as chunks grow): a fixed cost a step and
+  // no cost a row is nothing to size by either: the static chunk, or the floor under a fixed target.
+  for (const [opts, expected] of [[{}, 256], [{ minChunkTokens: 1, targetMs: 30 }, 1]] as const) {
+    const flat = new StepBudget({ baseChunkTokens: 256, maxChunkTokens: 2048, ...opts });
+    for (let i = 0; i < 10; i++) flat.observe({ decodeRows: 2, promptRows: 0, ownCells: 200, promptCells: 0, poolCells: 200 }, 10);
+    for (let i = 0; i < 40; i++) flat.observe({ decodeRows: 2, promptRows: 10 + i * 10, ownCells: 200, promptCells: (10 + i * 10) * i * 10, poolCells: 1000 }, 40 - i * 0.5);
+    assert.equal(flat.prefillTokens(2, 0), expected, JSON.stringify(flat.chunks.lines()));
+  }
 });
 
 test('budget: a TPOT cap holds the whole step within it, down to one row a step, and never raises a chunk above the base', () => {
   // Sizing off (the default), a stream with a 9 ms TPOT beside a 6,000-token prompt.
   const b = new StepBudget({ baseChunkTokens: 256, maxChunkTokens: 2048 });
-  assert.equal(b.prefillTokens(1, 100, 0, 100, { target: false, stepCapMs: 9 }), 1, 'no decode-only step timed yet: one row');
+  assert.equal(b.prefillTokens(1, 0, { target: false, stepCapMs: 9 }), 1, 'no decode-only step timed yet: one row');
   const steps = prefillBeside(b, 1, 6000, 0.05, 7, { target: false, stepCapMs: 9 });
   const over = steps.filter((s) => decodeMs(1) + s.addMs > 9 * 1.15);
   assert.ok(over.length <= 2, `steps over the cap: ${over.map((s) => `${s.n}@${s.pos}:${(decodeMs(1) + s.addMs).toFixed(1)}`).join(',')}`);
@@ -208,8 +216,8 @@ test('budget: a TPOT cap holds the whole step within it, down to one row a step,
   // With a target as well, the tighter of the two.
   const both = new StepBudget({ baseChunkTokens: 256, maxChunkTokens: 2048, minChunkTokens: 1, targetMs: 30 });
   prefillBeside(both, 1, 3000);
-  const n = both.prefillTokens(1, 100, 2000, 2100, { stepCapMs: 9 });
-  assert.ok(n >= 1 && decodeMs(1) + chunkAddMs(1, n, 2000) <= 9 * 1.1 && n < both.prefillTokens(1, 100, 2000, 2100), `chunk ${n}`);
+  const n = both.prefillTokens(1, 2000, { stepCapMs: 9 });
+  assert.ok(n >= 1 && decodeMs(1) + chunkAddMs(1, n, 2000) <= 9 * 1.1 && n < both.prefillTokens(1, 2000), `chunk ${n}`);
 });
 
 /** A 40-token-prompt stream decodes while a ~6,000-token prompt prefills; the step times of steps carrying the stream. */
