@@ -14,6 +14,8 @@
 #
 #   bash bench/per-token/long-prefill.sh [out-dir]      (ROUNDS=2 REPS=3 THREADS=2 LEAD=30 CONFIGS="fixed budget")
 # LEAD: stream A's tokens before B is sent (its ITL alone is measured on those and on the ones after B).
+# SERVER_FLAGS: more flags for every Headroom server (e.g. "--record DIR" is given per run by RECORD=1:
+# $out/<config>-r<round>.rec, the flight recording that long-prefill-gaps.ts reads).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source bench/ladder/lib.sh
@@ -44,7 +46,9 @@ for (( r = 0; r < ROUNDS; r++ )); do
       read -r pid proxy < <(MODEL=models/tiny.gguf CTX=8192 PARALLEL=16 start_llama $port "$log")
       ready=/health
     else
-      node "$bin" serve --host 127.0.0.1 --port $port --threads "$THREADS" --max-output-tokens 4096 "${flags[@]}" >"$log" 2>&1 &
+      read -r -a more <<<"${SERVER_FLAGS:-}"
+      if [[ ${RECORD:-0} == 1 ]]; then rm -rf "$out/$cfg-r$r.rec"; more+=(--record "$out/$cfg-r$r.rec"); fi
+      node "$bin" serve --host 127.0.0.1 --port $port --threads "$THREADS" --max-output-tokens 4096 "${flags[@]}" "${more[@]}" >"$log" 2>&1 &
       pid=$!
       ready=/ready
     fi
