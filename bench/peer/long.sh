@@ -9,7 +9,8 @@
 #   LLAMA_SERVER=/path/to/llama-server bash bench/peer/long.sh [rates...]   (SEEDS="1 2 3" DURATION_S=40)
 #
 # CONFIGS (default "headroom llama-server"); also known: headroom-host, Headroom with the prefix
-# cache's host tier (--cache-host-tokens $HOST_TOKENS, default 65536); headroom-admit, the same told the
+# cache's host tier (--cache-host-tokens $HOST_TOKENS, default 65536); headroom-host-pin, the same with
+# --pin-threads on; headroom-admit, the same told the
 # SLO (--slo-ms $SLO_MS; otherwise admission budgets the serve default, 10 s) and, with ARTIFACT set, warm-
 # started from an artifact trained on this workload (--admission-artifact $ARTIFACT, calibrated on
 # CAL_TRACES when set; collect them with bench/admission/collect.sh, WORKLOAD=long, as docs/per-token.md shows);
@@ -52,6 +53,7 @@ for seed in "${seeds[@]}"; do
       case ${cfg%%+*} in
         headroom) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained ;;
         headroom-host) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained --cache-host-tokens "$HOST_TOKENS" ;;
+        headroom-host-pin) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained --cache-host-tokens "$HOST_TOKENS" --pin-threads on ;;
         headroom-admit) run_peer $port "$dir" "$rate" headroom "${admit[@]}" ;;
         headroom-overlap) run_peer $port "$dir" "$rate" headroom "${admit[@]}" --overlap-dispatch on ;;
         headroom-lean) run_peer $port "$dir" "$rate" headroom "${admit[@]}" --cache-max-fraction 0 ;;

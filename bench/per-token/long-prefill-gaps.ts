@@ -53,9 +53,9 @@ const submits = new Map<string, Submit>();
 for (const f of files(root)) {
   for (const line of readFileSync(f, 'utf8').split('\n')) {
     if (line === '') continue;
-    const rec = JSON.parse(line) as { t: string };
-    if (rec.t === 'step') steps.push(rec as unknown as Step);
-    else if (rec.t === 'submit') submits.set((rec as Submit).id, rec as Submit);
+    const rec = JSON.parse(line) as { t: string } & Step & Submit;
+    if (rec.t === 'step') steps.push(rec);
+    else if (rec.t === 'submit') submits.set(rec.id, rec);
   }
 }
 steps.sort((a, b) => a.s - b.s);

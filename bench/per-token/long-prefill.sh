@@ -8,6 +8,7 @@
 #            --step-min-chunk $MIN_CHUNK (default 1) --batch-tokens 2048
 #   tpot     the defaults, stream A sending x-slo-tpot-ms $TPOT_MS (default 10): the step budget holds the
 #            steps that carry A within it (B sends a 120 s x-slo-ms)
+#   tpot-pin the same with --pin-threads on
 #   llama-server  LLAMA_SERVER with -c 8192 -np 16 --kv-unified (Headroom's default pool), behind
 #            bench/peer/chat-proxy.ts as in bench/peer/
 #   before   BEFORE_BIN (bin/headroom.mjs of another checkout, built there: the "before") with its defaults
@@ -33,13 +34,14 @@ for (( r = 0; r < ROUNDS; r++ )); do
       target) flags=(--step-target-ms "${TARGET_MS:-10}" --batch-tokens 2048) ;;
       tight) flags=(--step-target-ms "${TIGHT_MS:-6}" --step-min-chunk "${MIN_CHUNK:-1}" --batch-tokens 2048) ;;
       tpot) flags=() ;;
+      tpot-pin) flags=(--pin-threads on) ;;
       before) flags=(); bin=${BEFORE_BIN:?set BEFORE_BIN for the before configuration} ;;
       llama-server) bin= ;;
       *) echo "unknown configuration $cfg" >&2; exit 2 ;;
     esac
     log="$out/$cfg-r$r.log"
     extra=()
-    if [[ $cfg == tpot ]]; then extra=(--tpot-ms "${TPOT_MS:-10}"); fi
+    if [[ $cfg == tpot* ]]; then extra=(--tpot-ms "${TPOT_MS:-10}"); fi
     proxy=
     if [[ -z $bin ]]; then
       : "${LLAMA_SERVER:?set LLAMA_SERVER for the llama-server configuration}"

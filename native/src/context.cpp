@@ -171,7 +171,10 @@ HeadroomLlama::HeadroomLlama(const Napi::CallbackInfo& info) : Napi::ObjectWrap<
       const int32_t poll = intOpt(o, "threadPoll", -1);
       if (poll >= 0) tpp.poll = static_cast<uint32_t>(std::min(poll, 100));
       threadpoolPoll_ = static_cast<int32_t>(tpp.poll);
+      if (o.Get("pinThreads").ToBoolean().Value()) pinned_ = planPinning(tpp);
       threadpool_ = newFn(&tpp);
+      // ggml pinned the creating (JS) thread as worker 0; it gets the process's CPUs back.
+      if (pinned_) sched_setaffinity(0, sizeof(allCpus_), &allCpus_);
       threadpoolFree_ = freeFn;
       threadpoolPause_ = pauseFn;
       if (threadpool_ != nullptr) llama_attach_threadpool(ctx_, threadpool_, nullptr);
@@ -202,6 +205,31 @@ void HeadroomLlama::freeAll() {
   model_ = nullptr;
   vocab_ = nullptr;
   tokenizer_.reset();
+}
+
+// Pinning: with n threads and at least n CPUs allowed, pool threads 1..n-1 are each bound to one of
+// the first n-1 CPUs (ggml's strict placement) and the decode's caller, worker 0, to the n-th. Two
+// spinning threads then never share a CPU while another idles, which the kernel otherwise allowed.
+bool HeadroomLlama::planPinning(ggml_threadpool_params& tpp) {
+  if (sched_getaffinity(0, sizeof(allCpus_), &allCpus_) != 0) return false;
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE && c < GGML_MAX_N_THREADS; c++)
+    if (CPU_ISSET(c, &allCpus_)) cpus.push_back(c);
+  const int n = tpp.n_threads;
+  if (n < 2 || static_cast<size_t>(n) > cpus.size()) return false;
+  for (int j = 0; j < n; j++) tpp.cpumask[cpus[static_cast<size_t>(j)]] = true;
+  tpp.strict_cpu = true;
+  CPU_ZERO(&callerCpus_);
+  CPU_SET(cpus[static_cast<size_t>(n - 1)], &callerCpus_);
+  return true;
+}
+
+void HeadroomLlama::pinCaller() const {
+  if (pinned_) sched_setaffinity(0, sizeof(callerCpus_), &callerCpus_);
+}
+
+void HeadroomLlama::unpinCaller() const {
+  if (pinned_) sched_setaffinity(0, sizeof(allCpus_), &allCpus_);
 }
 
 void HeadroomLlama::checkUsable(Napi::Env env, const char* what) const {
@@ -677,6 +705,7 @@ Napi::Value HeadroomLlama::Info(const Napi::CallbackInfo& info) {
   o.Set("nUbatch", Napi::Number::New(env, llama_n_ubatch(ctx_)));
   o.Set("threadPool", Napi::Boolean::New(env, threadpool_ != nullptr));
   o.Set("threadPoll", Napi::Number::New(env, threadpoolPoll_));
+  o.Set("pinnedThreads", Napi::Boolean::New(env, pinned_));
   o.Set("nSeqMax", Napi::Number::New(env, nSeqMax_));
   o.Set("nVocab", Napi::Number::New(env, llama_vocab_n_tokens(vocab_)));
   o.Set("bos", Napi::Number::New(env, llama_vocab_bos(vocab_)));

@@ -31,6 +31,8 @@
 #include "fast_tokenizer.h"
 #include "llama.h"
 
+#include <sched.h>
+
 class HeadroomLlama : public Napi::ObjectWrap<HeadroomLlama> {
  public:
   static Napi::Function Init(Napi::Env env);
@@ -43,6 +45,10 @@ class HeadroomLlama : public Napi::ObjectWrap<HeadroomLlama> {
   llama_sampler* samplerFor(int32_t seq);
   int32_t logprobsFor(int32_t seq) const { return logprobsK_[static_cast<size_t>(seq)]; }
   const llama_vocab* vocab() const { return vocab_; }
+  // With pinned threads: the calling thread of a decode runs on the CPU left to it, then gets the
+  // process's CPUs back (no-ops otherwise).
+  void pinCaller() const;
+  void unpinCaller() const;
   void setBusy(bool busy) { busy_ = busy; }
   // Used by TokenizeWorker.
   void endTokenize() { numTokenizing_--; }
@@ -72,6 +78,7 @@ class HeadroomLlama : public Napi::ObjectWrap<HeadroomLlama> {
   Napi::Value Info(const Napi::CallbackInfo& info);
   Napi::Value Close(const Napi::CallbackInfo& info);
 
+  bool planPinning(ggml_threadpool_params& tpp);
   void checkUsable(Napi::Env env, const char* what) const;
   void checkSeq(Napi::Env env, int32_t seq) const;
   void freeAll();
@@ -95,6 +102,11 @@ class HeadroomLlama : public Napi::ObjectWrap<HeadroomLlama> {
   // resumes them (ggml's kickoff does). Null when the backend does not export it.
   void (*threadpoolPause_)(ggml_threadpool*) = nullptr;
   int32_t threadpoolPoll_ = -1;
+  // pinThreads: each pool thread owns one CPU, the decode's calling thread another (callerCpus_);
+  // allCpus_ is the process's set, given back to the caller after each decode.
+  bool pinned_ = false;
+  cpu_set_t callerCpus_{};
+  cpu_set_t allCpus_{};
   bool busy_ = false;
   std::unique_ptr<FastTokenizer> tokenizer_;
   int32_t numTokenizing_ = 0;

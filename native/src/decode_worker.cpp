@@ -59,7 +59,9 @@ void DecodeStep::Run(HeadroomLlama* owner) {
   b.n_tokens = n;
 
   const auto td = std::chrono::steady_clock::now();
+  owner->pinCaller();
   status = llama_decode(owner->ctx(), b);
+  owner->unpinCaller();
   decodeUs = usSince(td);
 
   if (status == 0) {

@@ -49,6 +49,7 @@ interface ServeFlags extends ServerFlags, FlowFlags, AdmissionFlags {
   cacheMaxFraction: string;
   cacheRetain: 'all' | 'seen';
   overlapDispatch: 'on' | 'off';
+  pinThreads: 'on' | 'off';
   cacheHostTokens: string;
   kvWatermark: string;
   maxPreemptions: string;
@@ -98,6 +99,11 @@ export function registerServeCommand(program: Command): void {
     .addOption(new Option('--prefix-cache <on|off>', 'radix prefix cache (paged KV only)').choices(['on', 'off']).default('on'))
     .option('--block-size <tokens>', 'KV block size', '16')
     .option('--cache-max-fraction <f>', 'most of the KV pool idle cached prefixes may keep, [0, 1] (0: none; with --cache-host-tokens they wait in host memory)', '1')
+    .addOption(
+      new Option('--pin-threads <on|off>', "llama: bind each of llama.cpp's threads to a CPU of its own while it computes (needs --threads ≤ the CPUs allowed; two pinned servers on one host would share CPUs)")
+        .choices(['on', 'off'])
+        .default('off'),
+    )
     .addOption(new Option('--overlap-dispatch <on|off>', "hand a step's tokens to the clients while the next step computes (on), or before it starts (off)").choices(['on', 'off']).default('off'))
     .option('--cache-host-tokens <n>', "tokens of finished sequences the prefix cache keeps in host memory and places back when a later prompt begins with one (0: off; about 5 KB a token on the tiny model)", '0')
     .addOption(new Option('--cache-retain <what>', "what the prefix cache keeps of a computed prompt: 'seen' (the part an earlier prompt also had; a retained unique prompt slows every decode) or 'all'").choices(['seen', 'all']).default('seen'))
@@ -157,6 +163,7 @@ async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> 
     ...(f.model === undefined ? {} : { modelPath: f.model }),
     threads: int('threads', f.threads),
     inlineStepMs: inlineStepMs(f),
+    pinThreads: f.pinThreads === 'on',
     ...(f.ctx === undefined ? {} : { contextTokens: int('ctx', f.ctx) }),
     contextBeyondTrained: f.ctxBeyondTrained,
     maxSequences: int('parallel', f.parallel),

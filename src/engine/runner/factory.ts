@@ -11,6 +11,8 @@ export interface RunnerConfig {
   readonly threads: number;
   /** llama: run steps this short (ms) on the JS thread (LlamaRunnerOptions.inlineStepMs); default 0, never. */
   readonly inlineStepMs?: number;
+  /** llama: bind llama.cpp's threads to CPUs (LlamaRunnerOptions.pinThreads); default false. */
+  readonly pinThreads?: boolean;
   /** KV cells; undefined: the model's trained context (llama, at most 8192) or 8192 (mock). */
   readonly contextTokens?: number;
   /** llama: allow contextTokens above the model's trained context. */
@@ -36,6 +38,7 @@ export async function createRunner(c: RunnerConfig): Promise<Runner> {
     modelPath,
     threads: c.threads,
     ...(c.inlineStepMs === undefined ? {} : { inlineStepMs: c.inlineStepMs }),
+    ...(c.pinThreads === true ? { pinThreads: true } : {}),
     ...(c.contextTokens === undefined ? {} : { contextTokens: c.contextTokens }),
     contextBeyondTrained: c.contextBeyondTrained === true,
     maxSequences: c.maxSequences,

@@ -27,6 +27,11 @@ export interface AddonContextOptions {
   readonly nUbatch: number;
   readonly threads: number;
   readonly threadsBatch: number;
+  /**
+   * Bind each pool thread to a CPU of its own and the decode's calling thread, for the decode, to
+   * another (needs threads ≤ the process's CPUs, else ignored; see native/src/context.cpp).
+   */
+  readonly pinThreads?: boolean;
   /** Pass every llama.cpp log line through (default: warnings and errors only). */
   readonly verbose: boolean;
   /** Accept nCtx above the model's trained context; otherwise the constructor throws an error with code 'context_beyond_trained'. */
@@ -109,6 +114,8 @@ export interface AddonContextInfo {
   readonly threadPool: boolean;
   /** Its polling level (-1 without a pool). */
   readonly threadPoll: number;
+  /** The pool's threads and the decode's caller are bound to CPUs of their own (pinThreads took effect). */
+  readonly pinnedThreads: boolean;
   /** Most bytes of input text one token stands for (longest rendered piece, special tokens included); 0 = no such bound (see fast_tokenizer.h). */
   readonly maxTokenBytes: number;
   /** The linear tokenizer (native/src/fast_tokenizer.h) is in use; false: llama_tokenize for everything. */

@@ -39,6 +39,13 @@ export interface LlamaRunnerOptions {
   /** The pool's polling level between steps, 0–100 (default: ggml's 50). */
   readonly threadPoll?: number;
   /**
+   * Bind the pool's threads to CPUs of their own, and each decode's calling thread to another for
+   * the decode (default false). On a 2-core host the kernel otherwise sometimes stacked both spinning
+   * threads on one CPU with the other idle (docs/per-token.md §14). Needs threads ≤ CPUs allowed;
+   * two pinned servers on one host would share the same CPUs.
+   */
+  readonly pinThreads?: boolean;
+  /**
    * Run a step on the JS thread, blocking it, when the last steps with as many rows took at most
    * this long (ms; default 0: never, every step on a libuv pool thread). Saves the two thread
    * hand-offs around a step (~0.1–0.2 ms on a busy 2-core host) for short decode steps; the event
@@ -173,6 +180,7 @@ export class LlamaRunner implements Runner {
       nUbatch: microBatchTokens,
       threads,
       threadsBatch: threads,
+      pinThreads: opts.pinThreads === true,
       verbose: opts.verbose ?? process.env['HEADROOM_LLAMA_LOG'] === '1',
       allowBeyondTrained: opts.contextBeyondTrained === true,
       threadPool: opts.threadPool ?? true,
@@ -198,6 +206,7 @@ export class LlamaRunner implements Runner {
         threads: ci.threads,
         threadPool: ci.threadPool,
         threadPoll: ci.threadPoll,
+        pinnedThreads: ci.pinnedThreads,
         chatTemplate: this.tokenizer.chatTemplateSource,
       },
     };
