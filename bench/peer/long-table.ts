@@ -86,15 +86,19 @@ for (const mine of systems.filter((x) => x !== 'llama-server')) {
 /** Per seed: the median over requests answered by both of mine's TTFT / base's, and of their median ITLs. */
 async function perRequest(mine: string, base: string): Promise<void> {
   console.log(`\n${mine} / ${base}, request by request (median of per-request ratios), per seed:\n`);
-  console.log('| rate | seed | requests | TTFT | ITL | TTFT, shared document | TTFT, unique prompt |');
-  console.log('|---|---|---|---|---|---|---|');
+  console.log('| rate | seed | requests | TTFT | ITL | TTFT, shared document | TTFT, unique prompt | TTFT, arrived alone | TTFT, arrived beside another |');
+  console.log('|---|---|---|---|---|---|---|---|---|');
   for (const rate of rates) {
     for (const seed of seeds) {
       const dirA = join(root, seed, rate, mine);
       const dirB = join(root, seed, rate, base);
       if (!existsSync(join(dirA, 'records.parquet')) || !existsSync(join(dirB, 'records.parquet'))) continue;
       const ok = (r: RequestRecord): boolean => r.phase === 'steady' && r.http_status === 200 && r.ttft_ms !== null;
-      const b = new Map((await readRecords(dirB)).filter(ok).map((r) => [r.request_id, r]));
+      const baseRows = await readRecords(dirB);
+      const b = new Map(baseRows.filter(ok).map((r) => [r.request_id, r]));
+      // Whether a request arrived while another was in flight, on the base run's timeline (so both
+      // systems' requests fall in the same class): another row intended earlier and ended later.
+      const beside = (r: RequestRecord): boolean => baseRows.some((o) => o.request_id !== r.request_id && o.intended_ms < r.intended_ms && o.end_ms > r.intended_ms);
       const ttft: number[] = [];
       const itl: number[] = [];
       const byClass = new Map<string, number[]>();
@@ -103,13 +107,15 @@ async function perRequest(mine: string, base: string): Promise<void> {
         if (o === undefined) continue;
         ttft.push(r.ttft_ms! / o.ttft_ms!);
         byClass.set(r.klass, [...(byClass.get(r.klass) ?? []), r.ttft_ms! / o.ttft_ms!]);
+        const when = beside(o) ? 'beside' : 'alone';
+        byClass.set(when, [...(byClass.get(when) ?? []), r.ttft_ms! / o.ttft_ms!]);
         if (r.itl_ms.length > 0 && o.itl_ms.length > 0) itl.push(median(r.itl_ms) / median(o.itl_ms));
       }
       const cls = (k: string): string => {
         const xs = byClass.get(k) ?? [];
         return xs.length > 0 ? `${median(xs).toFixed(2)} (${xs.length})` : '—';
       };
-      console.log(`| ${rate.slice(5)} | ${seed.slice(5)} | ${ttft.length} | ${ttft.length > 0 ? median(ttft).toFixed(2) : '—'} | ${itl.length > 0 ? median(itl).toFixed(2) : '—'} | ${cls('shared')} | ${cls('unique')} |`);
+      console.log(`| ${rate.slice(5)} | ${seed.slice(5)} | ${ttft.length} | ${ttft.length > 0 ? median(ttft).toFixed(2) : '—'} | ${itl.length > 0 ? median(itl).toFixed(2) : '—'} | ${cls('shared')} | ${cls('unique')} | ${cls('alone')} | ${cls('beside')} |`);
     }
   }
 }

@@ -9,8 +9,8 @@ import { fileURLToPath } from 'node:url';
 const require = createRequire(import.meta.url);
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..');
 
-/** The addon's interface version (native/src/addon.cpp): 3 added the sampler config object, checkGrammar and log-probabilities; 4 decodeSync and the hand-off times; 5 pauseThreads; 6 warm host memory (prepareHostBytes, hostBytesStats). */
-export const ADDON_ABI_VERSION = 6;
+/** The addon's interface version (native/src/addon.cpp): 3 added the sampler config object, checkGrammar and log-probabilities; 4 decodeSync and the hand-off times; 5 pauseThreads; 6 warm host memory (prepareHostBytes, hostBytesStats); 7 pinThreads and info().pinnedThreads. */
+export const ADDON_ABI_VERSION = 7;
 
 /** Where `npm install` (scripts/build-native.mjs) puts the addon. */
 export const DEFAULT_ADDON_PATH = join(repoRoot, 'native', 'build', 'Release', 'headroom_llama.node');
