@@ -86,7 +86,10 @@ run_peer() {
   mkdir -p "$dir"
   echo "before $(cut -d' ' -f1-3 /proc/loadavg)" >"$dir/loadavg.txt"
   if [[ $system == headroom ]]; then
-    pid=$(start_headroom "$port" "$dir/server.log" "$@")
+    # RECORD=1: the server's flight recording goes to $dir/recording (docs/observability.md).
+    local record=()
+    if [[ ${RECORD:-0} == 1 ]]; then record=(--record "$dir/recording"); fi
+    pid=$(start_headroom "$port" "$dir/server.log" "$@" "${record[@]}")
     ready=/ready
   else
     read -r pid proxy < <(start_llama "$port" "$dir/server.log")
