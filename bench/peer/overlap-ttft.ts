@@ -6,10 +6,11 @@
 // llama-server's timeline, as bench/peer/long-table.ts does).
 //
 //   node --import tsx bench/peer/overlap-ttft.ts <seed-dir>/rate-<r>   (holds headroom-host/ and llama-server/)
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readRecords } from '../../src/harness/store.ts';
 import type { RequestRecord } from '../../src/harness/record.ts';
+import { isRecording, readRecording } from '../../src/obs/recorder/reader.ts';
 
 const dir = process.argv[2];
 const mine = process.argv[3] ?? 'headroom-host';
@@ -17,21 +18,15 @@ if (dir === undefined) {
   console.error('usage: overlap-ttft.ts <run-dir> [headroom-config]');
   process.exit(2);
 }
-const jsonl = (d: string): string[] => readdirSync(d).flatMap((n) => (statSync(join(d, n)).isDirectory() ? jsonl(join(d, n)) : n.endsWith('.jsonl') ? [join(d, n)] : []));
-interface Line {
-  t: string;
-  id: string;
-  arr: number;
-  p: number;
-  cached: number;
-  ft: number | null;
-  s: number;
-  e: number;
-  r: [string, number, number, 0 | 1][];
-}
-const lines = jsonl(join(dir, mine, 'recording')).flatMap((f) => readFileSync(f, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Line));
-const done = lines.filter((l) => l.t === 'done').sort((a, b) => a.arr - b.arr);
-const steps = lines.filter((l) => l.t === 'step');
+// The run's --record folder holds one recording (a folder per server start).
+const recDir = join(dir, mine, 'recording');
+const run = (await readdir(recDir)).map((n) => join(recDir, n));
+const found = [];
+for (const r of run) if (await isRecording(r)) found.push(r);
+if (found.length !== 1) throw new Error(`${recDir}: expected one recording, found ${found.length}`);
+const rec = await readRecording(found[0]!);
+const done = [...rec.done].sort((a, b) => a.arr - b.arr);
+const steps = rec.steps;
 const ok = (r: RequestRecord): boolean => r.http_status === 200 && r.ttft_ms !== null;
 const hr = (await readRecords(join(dir, mine))).filter(ok).sort((a, b) => a.intended_ms - b.intended_ms);
 const baseRows = await readRecords(join(dir, 'llama-server'));

@@ -9,20 +9,10 @@
 // spike reads as a step the chunk model mis-sized or as time outside any step.
 //
 //   node --import tsx bench/per-token/long-prefill-gaps.ts <recording-dir> [--min-prompt 4000] [--top 5]
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-
-interface Step {
-  s: number;
-  e: number;
-  c: number | null;
-  r: [string, number, number, 0 | 1][];
-}
-interface Submit {
-  id: string;
-  p: number;
-  tpot?: number;
-}
+import { isRecording, readRecording } from '../../src/obs/recorder/reader.ts';
+import type { StepLine, SubmitLine } from '../../src/obs/recorder/format.ts';
 
 const args = process.argv.slice(2);
 const opt = (name: string, dflt: string): string => {
@@ -37,26 +27,15 @@ if (root === undefined) {
 const minPrompt = Number(opt('--min-prompt', '4000'));
 const top = Number(opt('--top', '5'));
 
-/** Every *.jsonl under dir (a --record directory holds one folder per run). */
-function files(dir: string): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(dir).sort()) {
-    const p = join(dir, name);
-    if (statSync(p).isDirectory()) out.push(...files(p));
-    else if (name.endsWith('.jsonl')) out.push(p);
-  }
-  return out;
-}
-
-const steps: Step[] = [];
-const submits = new Map<string, Submit>();
-for (const f of files(root)) {
-  for (const line of readFileSync(f, 'utf8').split('\n')) {
-    if (line === '') continue;
-    const rec = JSON.parse(line) as { t: string } & Step & Submit;
-    if (rec.t === 'step') steps.push(rec);
-    else if (rec.t === 'submit') submits.set(rec.id, rec);
-  }
+// A --record directory holds one run folder per server start (or is one).
+const runs = (await isRecording(root)) ? [root] : (await readdir(root)).map((n) => join(root, n));
+const steps: StepLine[] = [];
+const submits = new Map<string, SubmitLine>();
+for (const run of runs) {
+  if (!(await isRecording(run))) continue;
+  const rec = await readRecording(run);
+  steps.push(...rec.steps);
+  for (const sub of rec.submits) submits.set(sub.id, sub);
 }
 steps.sort((a, b) => a.s - b.s);
 const r1 = (x: number): number => Math.round(x * 10) / 10;
