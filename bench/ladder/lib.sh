@@ -68,11 +68,12 @@ bench_open() {
 # llama-server listens on port+1; bench/peer/chat-proxy.ts on port adds a logit_bias banning the
 # byte-fallback tokens (llama-server fails any completion whose text is malformed UTF-8, which a
 # random-weight model produces; see the proxy's header). Prints both pids.
-# start_llama PORT LOG [FLAGS...]: extra FLAGS go to llama-server.
+# start_llama PORT LOG [FLAGS...]: extra FLAGS go to llama-server, after $LLAMA_FLAGS (from the
+# environment, split on spaces: e.g. LLAMA_FLAGS=-v for its debug log).
 start_llama() {
   local port=$1 log=$2
   "$LLAMA_SERVER" -m "$MODEL" --host 127.0.0.1 --port $((port + 1)) -t "$THREADS" -tb "$THREADS" \
-    -c "$CTX" -np "$PARALLEL" --kv-unified --cont-batching --no-webui "${@:3}" >"$log" 2>&1 &
+    -c "$CTX" -np "$PARALLEL" --kv-unified --cont-batching --no-webui ${LLAMA_FLAGS:-} "${@:3}" >"$log" 2>&1 &
   local server=$!
   node --import tsx bench/peer/chat-proxy.ts --port "$port" --upstream "http://127.0.0.1:$((port + 1))" >"${log%.log}-proxy.log" 2>&1 &
   echo "$server $!"

@@ -10,7 +10,11 @@
 #
 # CONFIGS (default "headroom llama-server"); also known: headroom-host, Headroom with the prefix
 # cache's host tier (--cache-host-tokens $HOST_TOKENS, default 65536); headroom-host-pin, the same with
-# --pin-threads on; headroom-admit, the same told the
+# --pin-threads on; headroom-host-lean, headroom-host with --cache-max-fraction 0 (the pool keeps
+# nothing idle: an idle prefix waits in host memory only, as llama-server's idle slots do in its
+# --cache-ram; the default with the host tier since per-token §15); headroom-host-keep, headroom-host
+# with --cache-max-fraction 1 (idle prefixes stay in the pool: the default before §15);
+# headroom-admit, the same told the
 # SLO (--slo-ms $SLO_MS; otherwise admission budgets the serve default, 10 s) and, with ARTIFACT set, warm-
 # started from an artifact trained on this workload (--admission-artifact $ARTIFACT, calibrated on
 # CAL_TRACES when set; collect them with bench/admission/collect.sh, WORKLOAD=long, as docs/per-token.md shows);
@@ -54,6 +58,8 @@ for seed in "${seeds[@]}"; do
         headroom) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained ;;
         headroom-host) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained --cache-host-tokens "$HOST_TOKENS" ;;
         headroom-host-pin) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained --cache-host-tokens "$HOST_TOKENS" --pin-threads on ;;
+        headroom-host-keep) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained --cache-host-tokens "$HOST_TOKENS" --cache-max-fraction 1 ;;
+        headroom-host-lean) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained --cache-host-tokens "$HOST_TOKENS" --cache-max-fraction 0 ;;
         headroom-admit) run_peer $port "$dir" "$rate" headroom "${admit[@]}" ;;
         headroom-overlap) run_peer $port "$dir" "$rate" headroom "${admit[@]}" --overlap-dispatch on ;;
         headroom-lean) run_peer $port "$dir" "$rate" headroom "${admit[@]}" --cache-max-fraction 0 ;;

@@ -65,7 +65,7 @@ test('bad flags, a missing or corrupt model and --ctx beyond the trained context
       [['--runner', 'mock', '--min-slo-ms', '20000'], /^headroom: error: config: expected minSloMs ≤ sloMs ≤ maxSloMs/],
       [['--model', join(dir, 'missing.gguf'), '--port', '0'], /^headroom: error: model file not found: /],
       [['--model', corrupt, '--port', '0'], /^headroom: error: llama\.cpp could not load the model at .*corrupt\.gguf/],
-      [['--runner', 'mock', '--port', '0', '--cache-max-fraction', '1.5'], /^headroom: error: --cache-max-fraction: expected a number in \[0, 1\], got '1\.5'$/],
+      [['--runner', 'mock', '--port', '0', '--cache-max-fraction', '1.5'], /^headroom: error: --cache-max-fraction: expected a number in \[0, 1\] or 'auto', got '1\.5'$/],
       [['--runner', 'mock', '--port', '0', '--inline-step-ms', '-1'], /^headroom: error: --inline-step-ms: expected a number of ms ≥ 0, got '-1'$/],
       [['--runner', 'mock', '--port', '0', '--pin-threads', 'yes'], /^headroom: error: option '--pin-threads <on\|off>' argument 'yes' is invalid/],
       [['--runner', 'mock', '--port', '0', '--inline-step-ms', '5', '--overlap-dispatch', 'on'], /^headroom: error: --inline-step-ms 5 with --overlap-dispatch on: .*pass --inline-step-ms 0$/],

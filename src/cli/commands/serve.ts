@@ -98,7 +98,7 @@ export function registerServeCommand(program: Command): void {
     .addOption(new Option('--kv <mode>', 'KV accounting').choices(['paged', 'contiguous']).default('paged'))
     .addOption(new Option('--prefix-cache <on|off>', 'radix prefix cache (paged KV only)').choices(['on', 'off']).default('on'))
     .option('--block-size <tokens>', 'KV block size', '16')
-    .option('--cache-max-fraction <f>', 'most of the KV pool idle cached prefixes may keep, [0, 1] (0: none; with --cache-host-tokens they wait in host memory)', '1')
+    .option('--cache-max-fraction <f>', "most of the KV pool idle cached prefixes may keep, [0, 1] (0: none, an idle prefix waits in host memory with --cache-host-tokens), or 'auto': 0 with --cache-host-tokens, else 1", 'auto')
     .addOption(
       new Option('--pin-threads <on|off>', "llama: bind each of llama.cpp's threads to a CPU of its own while it computes (needs --threads ≤ the CPUs allowed; two pinned servers on one host would share CPUs)")
         .choices(['on', 'off'])
@@ -198,7 +198,7 @@ async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> 
       priority: f.priority,
       staticBatchSize: int('static-batch', f.staticBatch),
       staticWaitMs: int('static-wait-ms', f.staticWaitMs),
-      cacheMaxFraction: number('cache-max-fraction', f.cacheMaxFraction, (n) => n >= 0 && n <= 1, 'a number in [0, 1]'),
+      ...(f.cacheMaxFraction === 'auto' ? {} : { cacheMaxFraction: number('cache-max-fraction', f.cacheMaxFraction, (n) => n >= 0 && n <= 1, "a number in [0, 1] or 'auto'") }),
       cacheRetain: f.cacheRetain,
       hostTierTokens: nonNegativeInt('cache-host-tokens', f.cacheHostTokens),
       kvWatermark: Number(f.kvWatermark),

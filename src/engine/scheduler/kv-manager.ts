@@ -31,7 +31,9 @@ export interface KvManagerOptions {
    * llama.cpp attends over the whole used range of a unified pool, so what the cache retains makes
    * every step slower (bench/native/pool-occupancy.ts); 1 keeps everything until space is needed;
    * 0 keeps nothing idle (prefixes are shared only while a request holds them, and with the host
-   * tier an idle prefix lives in host memory only).
+   * tier an idle prefix lives in host memory only). With 0, every computed prompt is offered to the
+   * cache while its request runs (cacheRetain does not apply: nothing stays after). Absent: 0 with
+   * the host tier, 1 without (docs/per-token.md §15).
    */
   readonly cacheMaxFraction?: number;
   /**

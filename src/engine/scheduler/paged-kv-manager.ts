@@ -66,6 +66,8 @@ export class PagedKvManager implements KvManager {
   readonly #pool: BlockPool;
   readonly #paged: PagedKv;
   readonly #radix: RadixCache | null;
+  /** Most of the pool idle cached prefixes may keep (the option, resolved). */
+  readonly #cacheMaxFraction: number;
   /** 'seen' retention: which prompt prefixes an earlier request had (null: retain every prompt). */
   readonly #doorkeeper: PrefixDoorkeeper | null;
   /** Sequences saved to host memory when they leave the pool (null: off). */
@@ -91,11 +93,17 @@ export class PagedKvManager implements KvManager {
     this.#pool = new BlockPool({ numBlocks: Math.floor(opts.numCells / opts.blockSize), blockSize: opts.blockSize });
     this.#paged = new PagedKv({ pool: this.#pool });
     this.#radix = opts.prefixCache ? new RadixCache({ pool: this.#pool, seqIdPool: this.#seqIds }) : null;
-    this.#doorkeeper = opts.prefixCache && (opts.cacheRetain ?? 'seen') === 'seen' ? new PrefixDoorkeeper(opts.blockSize) : null;
-    this.#watermark = Math.ceil(wm * this.#pool.numBlocks);
     const hostTokens = opts.hostTierTokens ?? 0;
     if (!(Number.isInteger(hostTokens) && hostTokens >= 0)) throw new Error(`KvManager: expected hostTierTokens to be an integer ≥ 0, got ${opts.hostTierTokens}`);
-    this.#host = opts.prefixCache && hostTokens > 0 ? new HostTier({ blockSize: opts.blockSize, capacityTokens: hostTokens, minTokens: HOST_MIN_BLOCKS * opts.blockSize }) : null;
+    const host = opts.prefixCache && hostTokens > 0;
+    // With the host tier an idle prefix waits in host memory by default, not in the pool, where it
+    // would widen the range every row attends over (see KvManagerOptions.cacheMaxFraction).
+    this.#cacheMaxFraction = opts.cacheMaxFraction ?? (host ? 0 : 1);
+    // The doorkeeper only decides what stays once its request is gone; with nothing idle kept it
+    // would only stop a first occurrence being shared with the requests that run beside it.
+    this.#doorkeeper = opts.prefixCache && this.#cacheMaxFraction > 0 && (opts.cacheRetain ?? 'seen') === 'seen' ? new PrefixDoorkeeper(opts.blockSize) : null;
+    this.#watermark = Math.ceil(wm * this.#pool.numBlocks);
+    this.#host = host ? new HostTier({ blockSize: opts.blockSize, capacityTokens: hostTokens, minTokens: HOST_MIN_BLOCKS * opts.blockSize }) : null;
   }
 
   get numFreeSeqIds(): number {
@@ -336,7 +344,7 @@ export class PagedKvManager implements KvManager {
 
   /** Evict unreferenced cache beyond `cacheMaxFraction` of the pool. */
   #trimCache(): void {
-    const fraction = this.#opts.cacheMaxFraction ?? 1;
+    const fraction = this.#cacheMaxFraction;
     if (fraction >= 1 || this.#radix === null) return;
     const excess = this.#radix.numEvictableBlocks - Math.floor(fraction * this.#pool.numBlocks);
     if (excess > 0) this.#absorb(this.#radix.evict(excess));

@@ -126,6 +126,32 @@ test('retain seen (the default): a unique prompt leaves nothing in the pool; a s
   await engine.stop();
 });
 
+test('cacheMaxFraction 0: a document\'s first occurrence, while it runs, is shared with one that arrives beside it; the default keeps it to itself', async () => {
+  const system = longPrompt('system', 100);
+  const run = async (config: SchedulerConfig): Promise<{ cached: number; prompt: number; tokens: number[][] }> => {
+    const runner = new MockRunner({ cost: { speed: 0 }, contextTokens: 8192 });
+    const s = createScheduler({ maxOutputTokens: 64, ...config }, runner.info);
+    const out: Outcome[] = [];
+    s.add(req(runner, 'first', `${system} user one`, 40, 0, out));
+    let second: Request | null = null;
+    await stepUntilIdle(s, runner, (ids, step) => {
+      // By step 5 the first prompt is computed and the first request decodes.
+      if (step === 5) {
+        assert.ok(ids.includes('first'));
+        second = req(runner, 'second', `${system} user two`, 8, 5, out);
+        s.add(second);
+      }
+    });
+    const r = second as unknown as Request;
+    return { cached: r.numCachedTokens, prompt: r.numPromptTokens, tokens: out.map((o) => o.tokens) };
+  };
+  const seen = await run({ scheduler: 'continuous' });
+  const lean = await run({ scheduler: 'continuous', cacheMaxFraction: 0 });
+  assert.equal(seen.cached, 0, 'the doorkeeper keeps a first occurrence out of the cache');
+  assert.ok(lean.cached >= lean.prompt - 32, `only ${lean.cached} of ${lean.prompt} tokens shared`);
+  assert.deepEqual(lean.tokens, seen.tokens, 'sharing changes no token');
+});
+
 /** Run a random workload through a scheduler, with random client aborts, under KV pressure. */
 async function randomWorkload(config: SchedulerConfig, seed: number, numCells: number, maxSequences: number): Promise<{ outcomes: Outcome[]; sched: BatchScheduler; runner: MockRunner }> {
   const runner = new MockRunner({ cost: { speed: 0 }, contextTokens: numCells, maxSequences, maxBatchTokens: 128 });
