@@ -14,7 +14,9 @@
 # (--slo-ms $SLO_MS; otherwise admission budgets the serve default, 10 s) and, with ARTIFACT set,
 # warm-started from an artifact trained on this workload (--admission-artifact, calibrated on
 # CAL_TRACES when set; docs/per-token.md shows the collection); headroom-admit-pool, the same with
-# --inline-step-ms 0 (every step on a libuv pool thread, the default before inline steps).
+# --inline-step-ms 0 (every step on a libuv pool thread, the default before inline steps);
+# headroom-admit-keep, the same with --cache-max-fraction 1 (idle prefixes stay in the pool: the
+# default with the host tier before docs/per-token.md §15).
 #
 # llama-server is built outside the repo (bench/peer/README.md). Its settings beyond the matched
 # ones are its defaults (-b 2048 -ub 512, cache_prompt on, --cache-ram 8192 MiB host prompt cache,
@@ -41,6 +43,7 @@ for rate in "${rates[@]}"; do
       headroom-r4-df) run_peer $port "$dir" "$rate" headroom --scheduler continuous --kv paged --prefix-cache on --priority decode-first ;;
       headroom-admit) run_peer $port "$dir" "$rate" headroom --scheduler continuous --kv paged --prefix-cache on --cache-host-tokens "$HOST_TOKENS" --slo-ms "$SLO_MS" "${warm[@]}" ;;
       headroom-admit-pool) run_peer $port "$dir" "$rate" headroom --scheduler continuous --kv paged --prefix-cache on --cache-host-tokens "$HOST_TOKENS" --slo-ms "$SLO_MS" "${warm[@]}" --inline-step-ms 0 ;;
+      headroom-admit-keep) run_peer $port "$dir" "$rate" headroom --scheduler continuous --kv paged --prefix-cache on --cache-host-tokens "$HOST_TOKENS" --slo-ms "$SLO_MS" "${warm[@]}" --cache-max-fraction 1 ;;
       *) run_peer $port "$dir" "$rate" llama-server ;;
     esac
     echo "rate $rate $cfg done ($(tr '\n' ' ' <"$dir/loadavg.txt"))"

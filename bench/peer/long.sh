@@ -14,6 +14,7 @@
 # nothing idle: an idle prefix waits in host memory only, as llama-server's idle slots do in its
 # --cache-ram; the default with the host tier since per-token §15); headroom-host-keep, headroom-host
 # with --cache-max-fraction 1 (idle prefixes stay in the pool: the default before §15);
+# headroom-admit-keep, headroom-admit with --cache-max-fraction 1;
 # headroom-admit, the same told the
 # SLO (--slo-ms $SLO_MS; otherwise admission budgets the serve default, 10 s) and, with ARTIFACT set, warm-
 # started from an artifact trained on this workload (--admission-artifact $ARTIFACT, calibrated on
@@ -61,6 +62,7 @@ for seed in "${seeds[@]}"; do
         headroom-host-keep) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained --cache-host-tokens "$HOST_TOKENS" --cache-max-fraction 1 ;;
         headroom-host-lean) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained --cache-host-tokens "$HOST_TOKENS" --cache-max-fraction 0 ;;
         headroom-admit) run_peer $port "$dir" "$rate" headroom "${admit[@]}" ;;
+        headroom-admit-keep) run_peer $port "$dir" "$rate" headroom "${admit[@]}" --cache-max-fraction 1 ;;
         headroom-overlap) run_peer $port "$dir" "$rate" headroom "${admit[@]}" --overlap-dispatch on ;;
         headroom-lean) run_peer $port "$dir" "$rate" headroom "${admit[@]}" --cache-max-fraction 0 ;;
         headroom-inline) run_peer $port "$dir" "$rate" headroom "${admit[@]}" --cache-max-fraction 0 --inline-step-ms "$INLINE_MS" ;;
