@@ -20,7 +20,8 @@
 # started from an artifact trained on this workload (--admission-artifact $ARTIFACT, calibrated on
 # CAL_TRACES when set; collect them with bench/admission/collect.sh, WORKLOAD=long, as docs/per-token.md shows);
 # headroom-overlap, headroom-admit with --overlap-dispatch on; headroom-lean, headroom-admit with
-# --cache-max-fraction 0 (nothing idle kept in the pool: idle prefixes wait in host memory only);
+# --cache-max-fraction 0 (nothing idle kept in the pool: idle prefixes wait in host memory only;
+# the same as headroom-admit since per-token §15);
 # headroom-chunk, headroom-admit with --prefill-chunk $CHUNK (default 2048: as llama-server, a new
 # prompt goes in whole beside the decoding requests instead of 256 tokens a step); headroom-inline,
 # headroom-lean with --inline-step-ms $INLINE_MS (default 5: steps that short run on the event-loop

@@ -51,6 +51,8 @@ export class ConformalController implements AdmissionController {
   readonly #ttftGate: AdmissionGate;
   readonly #retry: RetryAfter;
   #numDecisions = 0;
+  /** The latest arrival decided so far, ms: the quotas' clock (see decide). */
+  #clockMs = -Infinity;
   #numRefused = 0;
   readonly #reasons = new Map<string, number>();
 
@@ -64,6 +66,13 @@ export class ConformalController implements AdmissionController {
 
   decide(ctx: AdmissionContext, snapshot: EngineSnapshot | null, features: Float64Array): AdmissionDecision {
     this.#numDecisions++;
+    // Requests are decided in another order than they arrived (a body, a tokenization or a wait in
+    // the flow-control queue takes longer for one than for the next), so arrival times are not
+    // monotone here: under a 2.4/s overload an arrival 4.5 ms earlier than the last one decided
+    // reached the exploration quota, whose clock must not run backwards, and failed with a 500.
+    // The quotas and probes count on the latest arrival decided so far: monotone, on the same clock,
+    // and never later than now.
+    this.#clockMs = Math.max(this.#clockMs, ctx.arrivalMs);
     const memo: DecisionMemo = {
       e2ePredictionMs: this.#o.e2e.predict(features),
       ttftPredictionMs: ctx.ttftBudgetMs === null ? null : this.#o.ttft.predict(features),
@@ -75,7 +84,7 @@ export class ConformalController implements AdmissionController {
     if (verdict.admit && ctx.ttftBudgetMs !== null) verdict = this.#gate(this.#o.ttft, this.#ttftGate, memo.ttftPredictionMs, ctx.ttftBudgetMs, 'ttft', ctx, snapshot, features);
     let reason: string = verdict.reason;
     if (!verdict.admit && this.#o.headroom !== undefined) {
-      const h = this.#o.headroom.decide(features, snapshot, ctx.sloMs, ctx.ttftBudgetMs, ctx.arrivalMs);
+      const h = this.#o.headroom.decide(features, snapshot, ctx.sloMs, ctx.ttftBudgetMs, this.#clockMs);
       if (h === 'admit' || h === 'probe') reason = h === 'admit' ? 'headroom' : 'headroom_probe';
     }
     this.#reasons.set(reason, (this.#reasons.get(reason) ?? 0) + 1);
@@ -133,7 +142,7 @@ export class ConformalController implements AdmissionController {
   #gate(model: BoundModel, gate: AdmissionGate, yhat: number | null, budgetMs: number, target: 'e2e' | 'ttft', ctx: AdmissionContext, snapshot: EngineSnapshot | null, features: Float64Array): GateDecision {
     const bound = model.bound(yhat);
     if (bound.status === 'uncalibrated' && coldStartFits(features, snapshot, budgetMs, target)) return { admit: true, reason: 'explore', boundMs: null, explored: 'uncalibrated' };
-    return gate.decide({ bound, budgetMs, nowMs: ctx.arrivalMs, engine: snapshot });
+    return gate.decide({ bound, budgetMs, nowMs: this.#clockMs, engine: snapshot });
   }
 }
 

@@ -176,4 +176,15 @@ describe('ConformalController with the headroom shortcut', () => {
     assert.equal(state.headroom.enabled, false);
     assert.equal(state.headroom.numOutcomes, 20);
   });
+
+  it('decides requests out of their arrival order: the exploration quota counts them and nothing throws', () => {
+    // An idle engine: the bound (10 s) is over the budget (4 s), so only exploration admits, 4 per 10 s.
+    const idle = { ...snap, numRunning: 0 } as EngineSnapshot;
+    const c = controller(undefined);
+    // A request decided after one that arrived later (its body or tokenization took longer).
+    const arrivals = [1000, 995, 1010, 990, 1020, 1005];
+    const decisions = arrivals.map((t) => c.decide(ctx(t), idle, features()));
+    assert.deepEqual(decisions.map((d) => d.reason), ['explore', 'explore', 'explore', 'explore', 'over_budget', 'over_budget']);
+    assert.equal(c.decide(ctx(11_000), idle, features()).reason, 'explore', 'a window later the quota has room again');
+  });
 });
