@@ -14,11 +14,11 @@
 # nothing idle: an idle prefix waits in host memory only, as llama-server's idle slots do in its
 # --cache-ram; the default with the host tier since per-token §15); headroom-host-keep, headroom-host
 # with --cache-max-fraction 1 (idle prefixes stay in the pool: the default before §15);
-# headroom-admit-keep, headroom-admit with --cache-max-fraction 1;
-# headroom-admit, the same told the
+# headroom-admit, headroom-host told the
 # SLO (--slo-ms $SLO_MS; otherwise admission budgets the serve default, 10 s) and, with ARTIFACT set, warm-
 # started from an artifact trained on this workload (--admission-artifact $ARTIFACT, calibrated on
 # CAL_TRACES when set; collect them with bench/admission/collect.sh, WORKLOAD=long, as docs/per-token.md shows);
+# headroom-admit-keep, headroom-admit with --cache-max-fraction 1;
 # headroom-overlap, headroom-admit with --overlap-dispatch on; headroom-lean, headroom-admit with
 # --cache-max-fraction 0 (nothing idle kept in the pool: idle prefixes wait in host memory only;
 # the same as headroom-admit since per-token §15);

@@ -106,7 +106,7 @@ export function registerServeCommand(program: Command): void {
     )
     .addOption(new Option('--overlap-dispatch <on|off>', "hand a step's tokens to the clients while the next step computes (on), or before it starts (off)").choices(['on', 'off']).default('off'))
     .option('--cache-host-tokens <n>', "tokens of finished sequences the prefix cache keeps in host memory and places back when a later prompt begins with one (0: off; about 5 KB a token on the tiny model)", '0')
-    .addOption(new Option('--cache-retain <what>', "what the prefix cache keeps of a computed prompt: 'seen' (the part an earlier prompt also had; a retained unique prompt slows every decode) or 'all'").choices(['seen', 'all']).default('seen'))
+    .addOption(new Option('--cache-retain <what>', "what the prefix cache keeps of a computed prompt: 'seen' (the part an earlier prompt also had; a retained unique prompt slows every decode) or 'all'; with --cache-max-fraction 0 nothing is kept after a request and every prompt is shared while it runs").choices(['seen', 'all']).default('seen'))
     .option('--kv-watermark <f>', 'share of KV blocks a new request must leave free while others run (room for their decode growth), [0, 0.5]', '0.01')
     .option('--max-preemptions <n>', 'a request preempted this many times is not preempted again before it finishes', '2')
     .option('--prefill-chunk <tokens>', 'most prompt tokens per step, all requests together (bounds step time and so ITL; rounded so a step has a multiple of 64 rows)', '256')

@@ -126,30 +126,32 @@ test('retain seen (the default): a unique prompt leaves nothing in the pool; a s
   await engine.stop();
 });
 
-test('cacheMaxFraction 0: a document\'s first occurrence, while it runs, is shared with one that arrives beside it; the default keeps it to itself', async () => {
+test('cacheMaxFraction 0 (the default with the host tier): a document\'s first occurrence, while it runs, is shared with one that arrives beside it; the default without the tier keeps it to itself', async () => {
   const system = longPrompt('system', 100);
   const run = async (config: SchedulerConfig): Promise<{ cached: number; prompt: number; tokens: number[][] }> => {
     const runner = new MockRunner({ cost: { speed: 0 }, contextTokens: 8192 });
     const s = createScheduler({ maxOutputTokens: 64, ...config }, runner.info);
     const out: Outcome[] = [];
     s.add(req(runner, 'first', `${system} user one`, 40, 0, out));
-    let second: Request | null = null;
+    const second = req(runner, 'second', `${system} user two`, 8, 5, out);
     await stepUntilIdle(s, runner, (ids, step) => {
       // By step 5 the first prompt is computed and the first request decodes.
       if (step === 5) {
         assert.ok(ids.includes('first'));
-        second = req(runner, 'second', `${system} user two`, 8, 5, out);
         s.add(second);
       }
     });
-    const r = second as unknown as Request;
-    return { cached: r.numCachedTokens, prompt: r.numPromptTokens, tokens: out.map((o) => o.tokens) };
+    return { cached: second.numCachedTokens, prompt: second.numPromptTokens, tokens: out.map((o) => o.tokens) };
   };
   const seen = await run({ scheduler: 'continuous' });
   const lean = await run({ scheduler: 'continuous', cacheMaxFraction: 0 });
+  // The host tier holds nothing yet (the first request has not finished): what is shared is the pool's.
+  const host = await run({ scheduler: 'continuous', hostTierTokens: 8192 });
   assert.equal(seen.cached, 0, 'the doorkeeper keeps a first occurrence out of the cache');
   assert.ok(lean.cached >= lean.prompt - 32, `only ${lean.cached} of ${lean.prompt} tokens shared`);
+  assert.equal(host.cached, lean.cached, 'with the host tier and no --cache-max-fraction the pool keeps nothing idle, so it shares');
   assert.deepEqual(lean.tokens, seen.tokens, 'sharing changes no token');
+  assert.deepEqual(host.tokens, seen.tokens);
 });
 
 /** Run a random workload through a scheduler, with random client aborts, under KV pressure. */
