@@ -35,10 +35,11 @@ stop_server() {
   wait "$pid" 2>/dev/null || true
 }
 
-# start_headroom PORT LOG FLAGS...: Headroom engine mode on MODEL; prints the pid.
+# start_headroom PORT LOG FLAGS...: Headroom engine mode on MODEL; prints the pid. HEADROOM_BIN
+# runs another checkout's CLI (an A/B of two commits in one rotation; default bin/headroom.mjs).
 start_headroom() {
   local port=$1 log=$2; shift 2
-  node bin/headroom.mjs serve --host 127.0.0.1 --port "$port" --model "$MODEL" --threads "$THREADS" \
+  node "${HEADROOM_BIN:-bin/headroom.mjs}" serve --host 127.0.0.1 --port "$port" --model "$MODEL" --threads "$THREADS" \
     --ctx "$CTX" --parallel "$PARALLEL" --max-output-tokens "$MAX_OUTPUT" "$@" >"$log" 2>&1 &
   echo $!
 }

@@ -16,7 +16,8 @@
 # CAL_TRACES when set; docs/per-token.md shows the collection); headroom-admit-pool, the same with
 # --inline-step-ms 0 (every step on a libuv pool thread, the default before inline steps);
 # headroom-admit-keep, the same with --cache-max-fraction 1 (idle prefixes stay in the pool: the
-# default with the host tier before docs/per-token.md §15).
+# default with the host tier before docs/per-token.md §15). <config>+before runs that configuration
+# from another checkout, BEFORE_BIN=<checkout>/bin/headroom.mjs (an A/B of two commits per rate).
 #
 # llama-server is built outside the repo (bench/peer/README.md). Its settings beyond the matched
 # ones are its defaults (-b 2048 -ub 512, cache_prompt on, --cache-ram 8192 MiB host prompt cache,
@@ -38,7 +39,8 @@ for rate in "${rates[@]}"; do
   for (( k = 0; k < n; k++ )); do
     cfg=${configs[$(( (k + i) % n ))]}
     dir=$out/rate-$rate/$cfg
-    case $cfg in
+    if [[ $cfg == *+before ]]; then export HEADROOM_BIN=${BEFORE_BIN:?set BEFORE_BIN for $cfg}; else unset HEADROOM_BIN; fi
+    case ${cfg%%+*} in
       headroom-r4) run_peer $port "$dir" "$rate" headroom --scheduler continuous --kv paged --prefix-cache on ;;
       headroom-r4-df) run_peer $port "$dir" "$rate" headroom --scheduler continuous --kv paged --prefix-cache on --priority decode-first ;;
       headroom-admit) run_peer $port "$dir" "$rate" headroom --scheduler continuous --kv paged --prefix-cache on --cache-host-tokens "$HOST_TOKENS" --slo-ms "$SLO_MS" "${warm[@]}" ;;

@@ -29,7 +29,8 @@
 # with --inline-step-ms 0 (every step on a libuv pool thread, the default before); headroom-budget,
 # headroom-admit with --step-target-ms $STEP_TARGET (default auto: the step-time budget). Any of them
 # followed by +<tag> (e.g. llama-server+b) is run again as a replica: its ratio to the original is
-# the comparison's noise floor.
+# the comparison's noise floor; the tag `before` (e.g. headroom-admit+before) runs it from another
+# checkout, BEFORE_BIN=<checkout>/bin/headroom.mjs: an A/B of two commits in one rotation.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 : "${MODEL:=models/tiny.gguf}" "${CTX:=16384}" "${PARALLEL:=8}" "${TOKENS_PER_WORD:=1.14}" "${SLO_MS:=4000}" "${DURATION_S:=40}"
@@ -56,6 +57,7 @@ for seed in "${seeds[@]}"; do
       dir=$out/seed-$seed/rate-$rate/$cfg
       # <config>+<tag>: a replica, the same configuration run again in the rotation (the table pairs
       # it with its original: what the ratios read for two identical systems).
+      if [[ $cfg == *+before ]]; then export HEADROOM_BIN=${BEFORE_BIN:?set BEFORE_BIN for $cfg}; else unset HEADROOM_BIN; fi
       case ${cfg%%+*} in
         headroom) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained ;;
         headroom-host) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained --cache-host-tokens "$HOST_TOKENS" ;;

@@ -2,9 +2,12 @@
 // is refused (or, with allowMismatch, used with a loud warning); collected traces warm-start the
 // calibration so the bound is calibrated from the first request.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { createAdmissionController } from '../../src/admission/factory.ts';
+import { loadDataset } from '../../src/admission/dataset.ts';
 
 const ARTIFACT = 'results/admission/mock/e2e-gbdt.json';
 const TRACES = 'results/admission/mock/collect/round-2';
@@ -28,6 +31,39 @@ test('the artifact it was fitted for loads silently; traces warm-start the calib
   assert.equal(e2e(cold).status, 'uncalibrated');
   assert.equal(e2e(warm).status, 'calibrated');
   assert.ok(e2e(warm).n >= 100, `warm start from ${e2e(warm).n} outcomes`);
+});
+
+test('a warm start from fewer held-out outcomes than the small-n guard is calibrated from the first request; too few for the guarantee is refused', () => {
+  const artifact = JSON.parse(readFileSync(ARTIFACT, 'utf8')) as { provenance: { machine: string } };
+  const here = { runner: 'mock', modelSha256: 'mock', machine: artifact.provenance.machine };
+  const lines = readFileSync(join(TRACES, 'rate-1', 'trace.jsonl'), 'utf8').split('\n').filter((l) => l.trim() !== '');
+  const dir = mkdtempSync(join(tmpdir(), 'headroom-warm-'));
+  try {
+    // The first k trace lines as a collection of their own; how many outcomes they give as the factory reads them.
+    const traces = (k: number): { dir: string; rows: number } => {
+      const d = join(dir, `first-${k}`, 'rate-1');
+      mkdirSync(d, { recursive: true });
+      writeFileSync(join(d, 'trace.jsonl'), lines.slice(0, k).join('\n') + '\n');
+      return { dir: join(dir, `first-${k}`), rows: loadDataset(join(dir, `first-${k}`), 'e2e').numRows };
+    };
+    const e2e = (c: ReturnType<typeof createAdmissionController>) => (c.state() as { e2e: { calibration: { status: string; n: number; q: number | null } } }).e2e.calibration;
+    const some = traces(45);
+    assert.ok(some.rows >= 19 && some.rows < 100, `${some.rows} outcomes: between what a 95% guarantee needs and the guard`);
+    const warm = e2e(createAdmissionController({ mode: 'conformal', artifactPath: ARTIFACT, expect: here, calibrationTraces: some.dir }));
+    assert.equal(warm.status, 'calibrated');
+    assert.equal(warm.n, some.rows);
+    assert.ok(warm.q !== null && Number.isFinite(warm.q));
+    // At 99% the same rows certify nothing (the rank passes n below 99 rows): refused at start-up.
+    assert.throws(
+      () => createAdmissionController({ mode: 'conformal', guarantee: 0.99, artifactPath: ARTIFACT, expect: here, calibrationTraces: some.dir }),
+      new RegExp(`hold ${some.rows} admitted outcomes, too few to certify a 0.99 guarantee \\(it needs at least 99\\)`),
+    );
+    const few = traces(12);
+    assert.ok(few.rows > 0 && few.rows < 19, `${few.rows} outcomes`);
+    assert.throws(() => createAdmissionController({ mode: 'conformal', artifactPath: ARTIFACT, expect: here, calibrationTraces: few.dir }), /too few to certify a 0.95 guarantee \(it needs at least 19\)/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('the default controller has the shortcut on, reading the queue; each can be switched off', () => {
