@@ -12,8 +12,8 @@
 //   admitting everything on a fresh server under overload gave goodput 0 and never calibrated
 //   (every admitted request timed out, so no outcome ever came back);
 //   bound fits the budget (inside 0.9× of it while shedding: hysteresis)       → admit;
-//   engine idle (unless the shortcut below is admitting: #exploreIdle), its rates
-//   unmeasured, or no bound yet, and the exploration quota has a slot           → admit;
+//   engine idle, its rates unmeasured, or no bound yet, and the exploration
+//   quota has a slot                                                            → admit;
 // and then, for the whole request:
 //   refused above, but the engine visibly has room for it (decision/headroom.ts) → admit: headroom;
 //   otherwise                                                                   → refuse.
@@ -54,8 +54,6 @@ export class ConformalController implements AdmissionController {
   /** The latest arrival decided so far, ms: the quotas' clock (see decide). */
   #clockMs = -Infinity;
   #numRefused = 0;
-  /** The latest arrival admitted (before any, the first decided), ms: how long admission has been shut (see #exploreIdle). */
-  #lastAdmitMs = -Infinity;
   readonly #reasons = new Map<string, number>();
 
   constructor(o: ConformalControllerOptions) {
@@ -75,7 +73,6 @@ export class ConformalController implements AdmissionController {
     // The quotas and probes count on the latest arrival decided so far: monotone, on the same clock,
     // and never later than now.
     this.#clockMs = Math.max(this.#clockMs, ctx.arrivalMs);
-    if (this.#lastAdmitMs === -Infinity) this.#lastAdmitMs = this.#clockMs;
     const memo: DecisionMemo = {
       e2ePredictionMs: this.#o.e2e.predict(features),
       ttftPredictionMs: ctx.ttftBudgetMs === null ? null : this.#o.ttft.predict(features),
@@ -91,10 +88,7 @@ export class ConformalController implements AdmissionController {
       if (h === 'admit' || h === 'probe') reason = h === 'admit' ? 'headroom' : 'headroom_probe';
     }
     this.#reasons.set(reason, (this.#reasons.get(reason) ?? 0) + 1);
-    if (verdict.admit || reason === 'headroom' || reason === 'headroom_probe') {
-      this.#lastAdmitMs = Math.max(this.#lastAdmitMs, ctx.arrivalMs);
-      return { admit: true, boundMs: e2e.boundMs, reason, memo };
-    }
+    if (verdict.admit || reason === 'headroom' || reason === 'headroom_probe') return { admit: true, boundMs: e2e.boundMs, reason, memo };
     this.#numRefused++;
     const retryAfterS = snapshot === null ? this.#retry.minS : this.#retry.fromWork(snapshot);
     const what = verdict === e2e ? 'end-to-end latency' : 'time to first token';
@@ -148,22 +142,7 @@ export class ConformalController implements AdmissionController {
   #gate(model: BoundModel, gate: AdmissionGate, yhat: number | null, budgetMs: number, target: 'e2e' | 'ttft', ctx: AdmissionContext, snapshot: EngineSnapshot | null, features: Float64Array): GateDecision {
     const bound = model.bound(yhat);
     if (bound.status === 'uncalibrated' && coldStartFits(features, snapshot, budgetMs, target)) return { admit: true, reason: 'explore', boundMs: null, explored: 'uncalibrated' };
-    return gate.decide({ bound, budgetMs, nowMs: this.#clockMs, engine: snapshot, exploreIdle: this.#exploreIdle(gate) });
-  }
-
-  /**
-   * Whether an idle engine may be explored. Not while the under-capacity shortcut is on and has
-   * admitted something within the last exploration window: on an idle engine the shortcut admits
-   * whatever 1.5× the engine's measured rates fit, and its admissions calibrate the bound like any
-   * other, so what idle exploration adds is the requests those rates say will miss (on the chat
-   * benchmark, 3 of 10 idle explorations missed a 4 s SLO, none of 23 shortcut admissions:
-   * docs/per-token.md §16). Exploring resumes when the shortcut has switched itself off, and after
-   * a window with nothing admitted at all — rates measured in a busier past can keep the shortcut
-   * refusing on an engine that has gone idle, and exploration is the way out of that.
-   */
-  #exploreIdle(gate: AdmissionGate): boolean {
-    const h = this.#o.headroom;
-    return h === undefined || !h.enabled || this.#clockMs - this.#lastAdmitMs >= gate.exploration.windowMs;
+    return gate.decide({ bound, budgetMs, nowMs: this.#clockMs, engine: snapshot });
   }
 }
 

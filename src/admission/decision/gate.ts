@@ -40,12 +40,6 @@ export interface GateInput {
   readonly nowMs: number;
   /** The engine's view; null before the first snapshot (treated as cold). */
   readonly engine: ExplorationView | null;
-  /**
-   * Whether an idle engine is a reason to explore (true when absent). The controller says no while
-   * its under-capacity shortcut is on and admitting: on an idle engine that shortcut already admits
-   * whatever the engine's rates say fits, so what idle exploration adds is the rest, known misses.
-   */
-  readonly exploreIdle?: boolean;
 }
 
 export class AdmissionGate {
@@ -70,8 +64,7 @@ export class AdmissionGate {
     const calibrated = bound.status === 'calibrated';
     const boundMs = calibrated ? bound.upper : null;
     if (boundMs !== null && this.#hysteresis.fits(boundMs, budgetMs)) return { admit: true, reason: 'fits', boundMs, explored: null };
-    let why = explorationReason(calibrated, engine);
-    if (why === 'idle' && input.exploreIdle === false) why = null;
+    const why = explorationReason(calibrated, engine);
     if (why !== null && this.#exploration.tryTake(nowMs)) return { admit: true, reason: 'explore', boundMs, explored: why };
     const reason: GateReason = boundMs === null ? 'uncalibrated' : Hysteresis.fitsBudget(boundMs, budgetMs) ? 'hysteresis' : 'over_budget';
     return { admit: false, reason, boundMs, explored: why };

@@ -81,21 +81,6 @@ describe('AdmissionGate: a 99% guarantee cannot lock itself into refusing everyt
     assert.deepEqual(minute(new AdmissionGate(), () => cal.bound(1000), COLD), new Map([['explore', 24], ['over_budget', 96]]));
   });
 
-  it('told not to explore an idle engine, it refuses there and still explores a cold one', () => {
-    const cal = calibrated99();
-    const no = (engine: ExplorationView) => {
-      const gate = new AdmissionGate();
-      const why = new Map<string, number>();
-      for (let t = 0; t < 60_000; t += 500) {
-        const d = gate.decide({ bound: cal.bound(1000), budgetMs: BUDGET, nowMs: t, engine, exploreIdle: false });
-        why.set(d.reason, (why.get(d.reason) ?? 0) + 1);
-      }
-      return why;
-    };
-    assert.deepEqual(no(IDLE), new Map([['over_budget', 120]]));
-    assert.deepEqual(no(COLD), new Map([['explore', 24], ['over_budget', 96]]));
-  });
-
   it('uncalibrated (fewer than minN outcomes), it explores even on a busy engine, within the quota', () => {
     const cal = createOnlineCalibrator({ mode: 'rolling', score: ratioScore, alpha: 0.01 });
     assert.deepEqual(minute(new AdmissionGate(), () => cal.bound(1000), BUSY), new Map([['explore', 24], ['uncalibrated', 96]]));

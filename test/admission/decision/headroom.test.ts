@@ -177,28 +177,6 @@ describe('ConformalController with the headroom shortcut', () => {
     assert.equal(state.headroom.numOutcomes, 20);
   });
 
-  it('does not explore an idle engine while the shortcut is admitting; explores again when it is off or nothing was admitted for a window', () => {
-    const idle = { ...snap, numRunning: 0 } as EngineSnapshot;
-    // max_tokens 300: 1.5 × (0.1 s prefill + 300 × 10 ms) is past the 4 s budget, so the shortcut has no room for it.
-    const long = (): Float64Array => features({ max_tokens: 300 });
-    const h = new Headroom({ alpha: 0.05, window: 20, minOutcomes: 20, probeEveryMs: 60_000 });
-    const c = controller(h);
-    assert.equal(c.decide(ctx(0), idle, features()).reason, 'headroom');
-    assert.equal(c.decide(ctx(100), idle, long()).reason, 'over_budget', 'the shortcut admitted 0.1 s ago: no idle exploration');
-    assert.equal(c.decide(ctx(9_000), idle, long()).reason, 'over_budget');
-    assert.equal(c.decide(ctx(10_000), idle, long()).reason, 'explore', 'a window with nothing admitted: explored');
-    assert.equal(c.decide(ctx(10_100), idle, long()).reason, 'over_budget', 'and that admission counts');
-    // Without the shortcut an idle engine is explored as before.
-    assert.equal(controller(undefined).decide(ctx(0), idle, long()).reason, 'explore');
-    // With the shortcut switched off by its own misses, too.
-    const off = new Headroom({ alpha: 0.05, window: 20, minOutcomes: 20, probeEveryMs: 60_000 });
-    const c2 = controller(off);
-    const d = c2.decide(ctx(0), idle, features());
-    for (let i = 0; i < 20; i++) c2.observe(features(), d, { e2eMs: 5000, ttftMs: 100, censored: false });
-    assert.equal(off.enabled, false);
-    assert.equal(c2.decide(ctx(100), idle, long()).reason, 'explore');
-  });
-
   it('decides requests out of their arrival order: the exploration quota counts them and nothing throws', () => {
     // An idle engine: the bound (10 s) is over the budget (4 s), so only exploration admits, 4 per 10 s.
     const idle = { ...snap, numRunning: 0 } as EngineSnapshot;
