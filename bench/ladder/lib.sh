@@ -44,6 +44,12 @@ start_headroom() {
   echo $!
 }
 
+# checkout_for CONFIG: a configuration tagged +before (e.g. headroom-admit+before) runs from another
+# checkout's CLI, BEFORE_BIN=<checkout>/bin/headroom.mjs (HEADROOM_BIN); any other from this one.
+checkout_for() {
+  if [[ $1 == *+before ]]; then export HEADROOM_BIN=${BEFORE_BIN:?set BEFORE_BIN for $1}; else unset HEADROOM_BIN; fi
+}
+
 # warm_start: sets the array `warm` to the flags that start Headroom's admission from an artifact
 # trained on the workload's traces (ARTIFACT), calibrated on held-out ones (CAL_TRACES); empty
 # without ARTIFACT (the online bound from a cold start).

@@ -39,7 +39,7 @@ for rate in "${rates[@]}"; do
   for (( k = 0; k < n; k++ )); do
     cfg=${configs[$(( (k + i) % n ))]}
     dir=$out/rate-$rate/$cfg
-    if [[ $cfg == *+before ]]; then export HEADROOM_BIN=${BEFORE_BIN:?set BEFORE_BIN for $cfg}; else unset HEADROOM_BIN; fi
+    checkout_for "$cfg"
     case ${cfg%%+*} in
       headroom-r4) run_peer $port "$dir" "$rate" headroom --scheduler continuous --kv paged --prefix-cache on ;;
       headroom-r4-df) run_peer $port "$dir" "$rate" headroom --scheduler continuous --kv paged --prefix-cache on --priority decode-first ;;

@@ -57,7 +57,7 @@ for seed in "${seeds[@]}"; do
       dir=$out/seed-$seed/rate-$rate/$cfg
       # <config>+<tag>: a replica, the same configuration run again in the rotation (the table pairs
       # it with its original: what the ratios read for two identical systems).
-      if [[ $cfg == *+before ]]; then export HEADROOM_BIN=${BEFORE_BIN:?set BEFORE_BIN for $cfg}; else unset HEADROOM_BIN; fi
+      checkout_for "$cfg"
       case ${cfg%%+*} in
         headroom) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained ;;
         headroom-host) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained --cache-host-tokens "$HOST_TOKENS" ;;

@@ -7,7 +7,7 @@ import { BoundModel } from './bound-model.ts';
 import { loadDataset } from './dataset.ts';
 import type { BasePredictor } from './bound-model.ts';
 import { createOnlineCalibrator } from './conformal/online-calibrator.ts';
-import { conformalRank, DEFAULT_MIN_N } from './conformal/quantile.ts';
+import { DEFAULT_MIN_N, minCalibrationSize } from './conformal/quantile.ts';
 import type { CalibratorMode } from './conformal/online-calibrator.ts';
 import { ratioScore } from './conformal/score.ts';
 import { ConformalController } from './conformal-controller.ts';
@@ -120,9 +120,8 @@ export function createAdmissionController(c: AdmissionConfig): AdmissionControll
 function warmMinN(c: AdmissionConfig, numInitial: number, alpha: number, guarantee: number): number {
   const minN = c.minOutcomes ?? DEFAULT_MIN_N;
   if (numInitial === 0) return minN;
-  if (conformalRank(numInitial, alpha) > numInitial) {
-    let need = numInitial + 1;
-    while (conformalRank(need, alpha) > need) need++;
+  const need = minCalibrationSize(alpha);
+  if (numInitial < need) {
     throw new Error(
       `admission: ${c.calibrationTraces ?? 'the calibration traces'} hold ${numInitial} admitted outcomes, too few to certify a ${guarantee} guarantee (it needs at least ${need}); collect more, or lower --admission-guarantee`,
     );

@@ -78,6 +78,16 @@ export function conformalRank(n: number, alpha: number): number {
   return Math.abs(x - nearest) <= 1e-9 * (n + 1) ? nearest : Math.ceil(x);
 }
 
+/**
+ * The fewest scores whose conformal rank exists (⌈(n+1)(1−α)⌉ ≤ n): 19 at α = 0.05, 99 at 0.01.
+ * O(1/α), by the same rank rule (no closed form that floating point could disagree with).
+ */
+export function minCalibrationSize(alpha: number): number {
+  let n = 1;
+  while (conformalRank(n, alpha) > n) n++;
+  return n;
+}
+
 /** The finite-sample conformal quantile of ascending `sorted`: its ⌈(n+1)(1−α)⌉-th smallest, +∞ past n. */
 export function conformalQuantile(sorted: ArrayLike<number>, alpha: number): number {
   const k = conformalRank(sorted.length, alpha);
