@@ -1,6 +1,6 @@
 // What deploy/ must keep true, checked on the files themselves (no cluster, no container engine):
 // the drain timing (a container is never killed before its drain deadline has passed), the probes
-// on the endpoints that mean readiness and liveness, llama.cpp's threads taken from the CPU limit,
+// on the endpoints that mean readiness and liveness and on the server's probe port, llama.cpp's threads taken from the CPU limit,
 // the gateway's upstream list matching the engine replicas, selectors that select something, and
 // the Dockerfile's stop signal, user and health check. Each broken rule is one message naming the
 // file and the object; an empty list means every rule holds.
@@ -15,6 +15,8 @@ import { DEFAULT_SERVER_CONFIG } from '../src/api/config.ts';
 /** After the drain deadline the server gives cut streams this long to flush (CUT_FLUSH_MS, src/app.ts). */
 export const CUT_FLUSH_S = 1;
 export const HEADROOM_PORT = 8000;
+/** The probe port the manifests give --probe-port: /health and /ready never queue behind API clients there. */
+export const PROBE_PORT = 8001;
 
 // Manifests are untyped YAML: read them through these small accessors.
 type Obj = Record<string, unknown>;
@@ -78,8 +80,10 @@ export function checkK8s(docs: readonly Doc[]): string[] {
         const get = obj(obj(c[kind]).httpGet);
         if (get.path !== path) problems.push(`${at}: ${kind} must be an HTTP GET of ${path}, got ${JSON.stringify(get.path ?? null)}`);
         const port = ports.find((p) => p.name === get.port || p.containerPort === get.port);
-        if (port?.containerPort !== HEADROOM_PORT) problems.push(`${at}: ${kind} must probe the API port ${HEADROOM_PORT}, got ${JSON.stringify(get.port ?? null)}`);
+        if (port?.containerPort !== PROBE_PORT) problems.push(`${at}: ${kind} must probe the probe port ${PROBE_PORT} (not the API port ${HEADROOM_PORT}, where a probe queues behind the clients' connections), got ${JSON.stringify(get.port ?? null)}`);
       };
+      const probeEnv = gateway ? 'HEADROOM_GATEWAY_PROBE_PORT' : 'HEADROOM_PROBE_PORT';
+      if (envValue(c, probeEnv) !== String(PROBE_PORT)) problems.push(`${at}: ${probeEnv} must be ${PROBE_PORT} (the port the probes use), got ${JSON.stringify(envValue(c, probeEnv) ?? null)}`);
       probe('readinessProbe', '/ready');
       probe('livenessProbe', '/health');
       const limits = obj(obj(c.resources).limits);

@@ -12,6 +12,7 @@ import type { FastifyInstance } from 'fastify';
 import { ActiveRequests } from './api/active-requests.ts';
 import type { ServerConfig } from './api/config.ts';
 import { ConnectionGuard } from './api/connections.ts';
+import { ProbeListener, listenProbes } from './api/probe-listener.ts';
 import type { KeyRing } from './api/auth.ts';
 import type { LogDestination } from './api/logger.ts';
 import type { Lifecycle } from './api/server.ts';
@@ -81,6 +82,8 @@ export class Headroom {
   readonly lifecycle: Lifecycle = { warm: false };
   readonly active = new ActiveRequests();
   readonly connections: ConnectionGuard;
+  /** The --probe-port listener; null without one. */
+  readonly probes: ProbeListener | null;
   readonly trace: TraceWriter | null;
   readonly admission: AdmissionController;
   readonly #opts: HeadroomOptions;
@@ -97,6 +100,7 @@ export class Headroom {
     this.#opts = opts;
     this.#clock = opts.clock ?? monotonicClock;
     this.connections = new ConnectionGuard({ maxConnections: opts.server.maxConnections, maxConnectionsPerAddress: opts.server.maxConnectionsPerAddress, ...(opts.fdLimit === undefined ? {} : { fdLimit: opts.fdLimit }) });
+    this.probes = opts.server.probePort === null ? null : new ProbeListener(opts.server.probePort, opts.server);
     this.trace = opts.traceOut === undefined ? null : new TraceWriter(opts.traceOut);
     const a = opts.admission ?? { mode: 'off' };
     this.admission = 'decide' in a ? a : createAdmissionController(a);
@@ -110,6 +114,7 @@ export class Headroom {
       lifecycle: this.lifecycle,
       active: this.active,
       connections: this.connections,
+      ...(this.probes === null ? {} : { probes: this.probes }),
       obs: () => this.#obs,
       metrics: opts.obs?.metrics !== false,
       admission,
@@ -162,6 +167,7 @@ export class Headroom {
   async listen(): Promise<string> {
     const address = await this.app.listen({ host: this.#opts.server.host, port: this.#opts.server.port, backlog: LISTEN_BACKLOG, listenTextResolver: (a) => `listening at ${a}; loading the model` });
     this.#address = address;
+    await listenProbes(this.app, this.probes, this.#opts.server.host);
     return address;
   }
 
@@ -201,6 +207,7 @@ export class Headroom {
   async close(): Promise<void> {
     this.#stopKeepWarm?.();
     this.#live?.stop();
+    await this.probes?.close();
     const closing = this.app.close();
     // Whatever is still connected now (idle keep-alive, a slow client mid-request) has nothing more coming.
     this.app.server.closeAllConnections();

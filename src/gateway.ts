@@ -18,6 +18,7 @@ import { ActiveRequests } from './api/active-requests.ts';
 import type { KeyRing } from './api/auth.ts';
 import type { ServerConfig } from './api/config.ts';
 import { ConnectionGuard } from './api/connections.ts';
+import { ProbeListener, listenProbes } from './api/probe-listener.ts';
 import type { LogDestination } from './api/logger.ts';
 import type { Lifecycle } from './api/server.ts';
 import { LISTEN_BACKLOG, buildServer } from './api/server.ts';
@@ -67,6 +68,8 @@ export class Gateway {
   readonly lifecycle: Lifecycle = { warm: false };
   readonly active = new ActiveRequests();
   readonly connections: ConnectionGuard;
+  /** The --probe-port listener; null without one. */
+  readonly probes: ProbeListener | null;
   readonly backend: ProxyBackend;
   readonly admission: AdmissionController;
   readonly trace: TraceWriter | null;
@@ -87,12 +90,14 @@ export class Gateway {
     this.trace = opts.traceOut === undefined ? null : new TraceWriter(opts.traceOut);
     const admission = this.admission;
     this.connections = new ConnectionGuard({ maxConnections: opts.server.maxConnections, maxConnectionsPerAddress: opts.server.maxConnectionsPerAddress, ...(opts.fdLimit === undefined ? {} : { fdLimit: opts.fdLimit }) });
+    this.probes = opts.server.probePort === null ? null : new ProbeListener(opts.server.probePort, opts.server);
     this.app = buildServer({
       backend: () => (this.lifecycle.warm ? this.backend : null),
       config: opts.server,
       lifecycle: this.lifecycle,
       active: this.active,
       connections: this.connections,
+      ...(this.probes === null ? {} : { probes: this.probes }),
       obs: () => this.#obs,
       metrics: opts.obs?.metrics !== false,
       loadingMessage: 'No upstream has answered its health probe yet; retry shortly.',
@@ -124,6 +129,7 @@ export class Gateway {
 
   async listen(): Promise<string> {
     this.#address = await this.app.listen({ host: this.#opts.server.host, port: this.#opts.server.port, backlog: LISTEN_BACKLOG, listenTextResolver: (a) => `listening at ${a}; probing ${this.#opts.upstreams.length} upstreams` });
+    await listenProbes(this.app, this.probes, this.#opts.server.host);
     return this.#address;
   }
 
@@ -138,6 +144,7 @@ export class Gateway {
 
   async close(): Promise<void> {
     this.#stopKeepWarm?.();
+    await this.probes?.close();
     const closing = this.app.close();
     this.app.server.closeAllConnections();
     await closing;

@@ -44,7 +44,7 @@ const servers = await startTarget(mode, caps, extra, values['fd-limit'] === unde
 let report: BurstReport;
 try {
   report = await runBurst({
-    targets: servers.map((s) => ({ name: s.name, url: s.url, pid: s.pid })),
+    targets: servers.map((s) => ({ name: s.name, url: s.url, probeUrl: s.probeUrl, pid: s.pid })),
     numConnections,
     numClients: Number(values.clients ?? Math.max(1, Math.ceil(numConnections / 5000))),
     numAddresses: Number(values.addresses),
@@ -75,8 +75,9 @@ function formatReport(what: string, r: BurstReport): string {
     const l = r.latencyMs[k]!;
     lines.push(`  ${k.padEnd(28)} ${String(n).padStart(6)}  (${((100 * n) / r.numConnections).toFixed(1)}%; ms p50 ${l.p50}, p99 ${l.p99}, max ${l.max})`);
   }
-  const h = r.health;
-  lines.push(`/health: ${h.numAnswered}/${h.numPolls} polls answered (${(100 * h.answeredShare).toFixed(1)}%; within 1 s ${(100 * h.within1sShare).toFixed(1)}%), latency p99 ${h.p99LatencyMs.toFixed(0)} ms, max ${h.maxLatencyMs.toFixed(0)} ms, longest gap ${h.longestGapMs.toFixed(0)} ms; unanswered: ${JSON.stringify(h.failures)}`);
+  for (const [where, h] of [['API port', r.health], ['probe port', r.probeHealth]] as const) {
+    if (h !== null) lines.push(`/health on the ${where}: ${h.numAnswered}/${h.numPolls} polls answered (${(100 * h.answeredShare).toFixed(1)}%; within 1 s ${(100 * h.within1sShare).toFixed(1)}%), latency p99 ${h.p99LatencyMs.toFixed(0)} ms, max ${h.maxLatencyMs.toFixed(0)} ms, longest gap ${h.longestGapMs.toFixed(0)} ms; unanswered: ${JSON.stringify(h.failures)}`);
+  }
   for (const [name, m] of Object.entries(r.rss)) lines.push(`RSS ${name}: start ${m.startMiB.toFixed(0)} MiB, peak ${m.peakMiB.toFixed(0)} MiB (VmHWM ${m.hwmMiB.toFixed(0)}), end ${m.endMiB.toFixed(0)} MiB, ${m.numSamples} samples`);
   for (const [name, h] of Object.entries(r.held)) lines.push(`held ${name}: ${JSON.stringify(h)}`);
   for (const [name, s] of Object.entries(r.server)) {

@@ -1,6 +1,6 @@
 // A burst: N connections opened at once by several client processes (client.ts), each sending one
 // streaming chat completion, against a server under test; meanwhile /health is polled every 100 ms
-// on a new connection and the resident memory of every server process is sampled every 100 ms
+// on a new connection, on the API port and (when the server has one) on its probe port, and the resident memory of every server process is sampled every 100 ms
 // (probes.ts). Afterwards the server must return to idle: nothing in flight or queued in flow
 // control (no leaked tickets), the engine's queues empty and its free KV blocks back at the
 // baseline taken before the burst, and no connection of the burst still open.
@@ -19,6 +19,8 @@ import type { HealthSummary, HeldSummary, RssSummary } from './probes.ts';
 export interface Target {
   readonly name: string;
   readonly url: string;
+  /** The server's --probe-port address, if it has one. */
+  readonly probeUrl?: string;
   readonly pid: number;
 }
 
@@ -47,7 +49,10 @@ export interface BurstReport {
   readonly burstMs: number;
   /** Slowest client's time to issue all of its connect()s, ms. */
   readonly openMs: number;
+  /** /health polled on the API port, in the same accept queue as the burst. */
   readonly health: HealthSummary;
+  /** /health polled on the probe port at the same time (null: the front target has none). */
+  readonly probeHealth: HealthSummary | null;
   readonly rss: Record<string, RssSummary>;
   /** Per target: the most it held at once during the burst (/stats every 100 ms). */
   readonly held: Record<string, HeldSummary>;
@@ -90,6 +95,7 @@ export async function runBurst(opts: BurstOptions): Promise<BurstReport> {
   const rssSamplers = opts.targets.map((t) => new RssSampler(t.pid));
   const statsSamplers = opts.targets.map((t) => new StatsSampler(t.url));
   const health = new HealthPoller(front.url);
+  const probeHealth = front.probeUrl === undefined ? null : new HealthPoller(front.probeUrl);
   const dropsBefore = listenDrops();
   const t0 = performance.now();
   const reports = await Promise.all(clients.map((c) => c.go()));
@@ -97,6 +103,7 @@ export async function runBurst(opts: BurstOptions): Promise<BurstReport> {
   const dropsAfter = listenDrops();
   const kernelListenDrops = dropsBefore === null || dropsAfter === null ? null : dropsAfter - dropsBefore;
   const healthSummary = await health.stop();
+  const probeHealthSummary = (await probeHealth?.stop()) ?? null;
   const heldList = await Promise.all(statsSamplers.map((s) => s.stop()));
   const held = Object.fromEntries(opts.targets.map((t, i) => [t.name, heldList[i]!]));
 
@@ -115,7 +122,7 @@ export async function runBurst(opts: BurstOptions): Promise<BurstReport> {
   const kinds = Object.keys(latencies).sort();
   const outcomes: Record<string, number> = Object.fromEntries(kinds.map((k) => [k, latencies[k]!.length]));
   const latencyMs: BurstReport['latencyMs'] = Object.fromEntries(kinds.map((k) => [k, quantiles(latencies[k]!)]));
-  return { numConnections: opts.numConnections, numClients: opts.numClients, numAddresses: opts.numAddresses, outcomes, latencyMs, burstMs, openMs: Math.max(...reports.map((r) => r.openMs)), health: healthSummary, rss, held, server, kernelListenDrops, alive, idle };
+  return { numConnections: opts.numConnections, numClients: opts.numClients, numAddresses: opts.numAddresses, outcomes, latencyMs, burstMs, openMs: Math.max(...reports.map((r) => r.openMs)), health: healthSummary, probeHealth: probeHealthSummary, rss, held, server, kernelListenDrops, alive, idle };
 }
 
 function clientJob(opts: BurstOptions, body: string, c: number): ClientJob {

@@ -8,6 +8,8 @@ import type { ChildProcess } from 'node:child_process';
 export interface ServerProcess {
   readonly name: string;
   readonly url: string;
+  /** The --probe-port listener (/health, /ready, /metrics only). */
+  readonly probeUrl: string;
   readonly pid: number;
   readonly proc: ChildProcess;
   /** The last few KiB of stdout and stderr. */
@@ -26,10 +28,13 @@ export interface StartOptions {
   readonly readyTimeoutMs?: number;
 }
 
-/** Starts `headroom <command> ...args` listening on a free loopback port; resolves once it is ready. */
+/**
+ * Starts `headroom <command> ...args` listening on a free loopback port, with its probe port on
+ * another (as deploy/k8s probes it); resolves once it is ready.
+ */
 export function startServer(name: string, command: 'serve' | 'gateway', args: readonly string[], opts: StartOptions = {}): Promise<ServerProcess> {
   const readyTimeoutMs = opts.readyTimeoutMs ?? 60_000;
-  const argv = [process.execPath, 'bin/headroom.mjs', command, '--host', '127.0.0.1', '--port', '0', ...args];
+  const argv = [process.execPath, 'bin/headroom.mjs', command, '--host', '127.0.0.1', '--port', '0', '--probe-port', '0', ...args];
   // `exec` keeps the pid: the one whose memory is sampled is the server itself.
   const proc = opts.fdLimit === undefined ? spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] }) : spawn('/bin/sh', ['-c', `ulimit -n ${opts.fdLimit} && exec "$@"`, 'sh', ...argv], { stdio: ['ignore', 'pipe', 'pipe'] });
   let tail = '';
@@ -53,12 +58,18 @@ export function startServer(name: string, command: 'serve' | 'gateway', args: re
     const onData = (b: Buffer): void => {
       tail = (tail + b.toString()).slice(-TAIL_BYTES);
       const m = / on (http:\/\/[0-9.:]+); ready/.exec(tail);
+      const probes = /probes \([^)]*\) at (http:\/\/[0-9.:]+)/.exec(tail);
       if (ready || m === null) return;
+      if (probes === null) {
+        fail('ready without a probe port line');
+        return;
+      }
       ready = true;
       clearTimeout(timer);
       resolve({
         name,
         url: m[1]!,
+        probeUrl: probes[1]!,
         pid: proc.pid!,
         proc,
         tail: () => tail,

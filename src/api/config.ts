@@ -9,6 +9,8 @@ export type LogFormat = (typeof LOG_FORMATS)[number];
 export interface ServerConfig {
   readonly host: string;
   readonly port: number;
+  /** A second port serving only /health, /ready and /metrics (api/probe-listener.ts); null = none. */
+  readonly probePort: number | null;
   /** Default latency budget of a request (deadline = arrival + SLO); `x-slo-ms` overrides per request. */
   readonly sloMs: number;
   /** Smallest `x-slo-ms` accepted: below it a budget cannot be met, and is refused at once (400). */
@@ -50,6 +52,7 @@ export interface ServerConfig {
 export const DEFAULT_SERVER_CONFIG: ServerConfig = {
   host: '0.0.0.0',
   port: 8000,
+  probePort: null,
   sloMs: 10_000,
   minSloMs: 100,
   maxSloMs: 3_600_000,
@@ -84,6 +87,10 @@ export function serverConfig(overrides: Partial<ServerConfig> = {}): ServerConfi
     if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0) throw new Error(`config: expected ${k} to be a positive integer, got ${String(v)}`);
   }
   if (!Number.isInteger(c.port) || c.port < 0 || c.port > 65535) throw new Error(`config: expected port in [0, 65535], got ${c.port}`);
+  if (c.probePort !== null) {
+    if (!Number.isInteger(c.probePort) || c.probePort < 0 || c.probePort > 65535) throw new Error(`config: expected probePort in [0, 65535], got ${c.probePort}`);
+    if (c.probePort !== 0 && c.probePort === c.port) throw new Error(`config: expected probePort to differ from port, got ${c.port} for both`);
+  }
   if (!(c.minSloMs <= c.sloMs && c.sloMs <= c.maxSloMs)) {
     throw new Error(`config: expected minSloMs ≤ sloMs ≤ maxSloMs, got ${c.minSloMs} ≤ ${c.sloMs} ≤ ${c.maxSloMs}`);
   }

@@ -11,6 +11,9 @@
 //   GET  /metrics   Prometheus exposition (Headroom and vLLM-compatible names), when metrics are on
 //   GET  /dashboard, /dashboard/data, /dashboard/runs   the live and recorded-run dashboard (obs/dashboard-routes.ts)
 //
+// With --probe-port, /health, /ready and /metrics are also served on a port of their own
+// (probe-listener.ts), through these same routes and hooks; every other path is 404 there.
+//
 // Around every route (hooks): a request id (request-id.ts) returned as `x-request-id` on every
 // response; one log line when the response is over (request-log.ts); with API keys, a 401 before
 // the body is read unless the path is open (/health, /ready, /metrics, /dashboard*) or it is a CORS preflight
@@ -47,6 +50,8 @@ import type { IdSource } from './ids.ts';
 import { randomIds } from './ids.ts';
 import type { ServerConfig } from './config.ts';
 import type { ConnectionGuard } from './connections.ts';
+import type { ProbeListener } from './probe-listener.ts';
+import { PROBE_PORT_PATHS } from './probe-listener.ts';
 import { ApiError } from './errors.ts';
 import { handleClientError } from './http-errors.ts';
 import { checkRawMessageCount, sizeFacts } from './limits.ts';
@@ -76,6 +81,8 @@ export interface ServerDeps {
   /** Generation requests in flight, for the drain deadline. */
   readonly active: ActiveRequests;
   readonly connections: ConnectionGuard;
+  /** The probe port's listener (--probe-port), served through this app's routes; absent = none. */
+  readonly probes?: ProbeListener;
   /** Extra facts for /stats (runner kind notes, build info). */
   readonly statsExtra?: () => Record<string, unknown>;
   /** Metrics and tracing, once the engine exists; absent = neither. */
@@ -140,6 +147,8 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     },
   });
   deps.connections.attach(app.server);
+  const probes = deps.probes ?? null;
+  probes?.attach(app);
   app.decorateRequest('facts', null as unknown as FastifyRequest['facts']);
   const obs = (): Observability | null => deps.obs?.() ?? null;
 
@@ -156,6 +165,10 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
 
   app.addHook('onRequest', (req, reply, done) => {
     track(req, reply);
+    if (probes !== null && probes.owns(req.raw.socket) && !PROBE_PORT_PATHS.has(req.url.split('?')[0]!)) {
+      sendError(req, reply, new ApiError('route_not_found', `The probe port serves only ${[...PROBE_PORT_PATHS].join(', ')}; ${req.method} ${req.url.split('?')[0]!.slice(0, 200)} is on the API port.`));
+      return;
+    }
     if (deps.connections.isOverflow(req.raw.socket)) {
       void reply.header('connection', 'close');
       if (!PROBES.has(req.url.split('?')[0]!)) {
@@ -329,8 +342,9 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   route('GET', '/stats', () => {
     const backend = deps.backend();
     const connections = deps.connections.stats();
-    if (backend === null) return { loading: true, config, connections };
-    return { mode: backend.info.mode, ...backend.stats(), config, connections, ...deps.statsExtra?.() };
+    const probePort = probes === null ? {} : { probes: probes.address };
+    if (backend === null) return { loading: true, config, connections, ...probePort };
+    return { mode: backend.info.mode, ...backend.stats(), config, connections, ...probePort, ...deps.statsExtra?.() };
   });
   if (deps.obs !== undefined && deps.metrics !== false) {
     route('GET', '/metrics', async (_req, reply) => {

@@ -14,7 +14,7 @@
 // Every connection must end in an answer or a refusal the server counted (the outcome kinds sum to
 // N; 429s equal the server's flow_cap refusals; connections closed without an answer are at most
 // the guard's evictions), the caps must hold (never more than 32 requests in flight nor 64 queued),
-// /health must answer throughout (no 5 s without an answer), resident memory must stay under
+// /health must answer throughout on the probe port (no 5 s without an answer), resident memory must stay under
 // RSS_BOUND_MIB, no process may exit before it is stopped (and then it drains, exit 0), and
 // afterwards every server must be idle: nothing in flight or queued, KV blocks back, no socket left.
 //
@@ -67,7 +67,7 @@ async function burst(mode: 'engine' | 'gateway'): Promise<Run> {
   let exitsBeforeStop: unknown[] = [];
   try {
     const report = await runBurst({
-      targets: servers.map((s) => ({ name: s.name, url: s.url, pid: s.pid })),
+      targets: servers.map((s) => ({ name: s.name, url: s.url, probeUrl: s.probeUrl, pid: s.pid })),
       numConnections: NUM_CONNECTIONS,
       numClients: Math.ceil(NUM_CONNECTIONS / PER_CLIENT),
       numAddresses: 128,
@@ -117,17 +117,16 @@ function assertBurst({ report: r, servers, exitsBeforeStop }: Run): void {
     assert.ok(h.maxFlowInFlight <= CAPS.maxInflightRequests && h.maxFlowQueued <= CAPS.flowQueueSize, `${name} held ${JSON.stringify(h)}`);
     assert.ok(h.maxEngineHeld <= CAPS.maxInflightRequests && h.maxGatewayInFlight <= CAPS.maxInflightRequests, `${name} held ${JSON.stringify(h)}`);
   }
-  // /health answered throughout: no stretch of 5 s (the liveness probe's timeout) without an answer,
-  // and at most 25% of polls unanswered within 5 s. Not every poll: a probe's connection queues in
-  // the kernel's listen and accept queues with the burst's 5,000, and one dropped or left there waits
-  // out SYN retransmits (1 s, 3 s, 7 s) or the server's accept loop (results/burst/README.md: 1–3 of
-  // 160–300 polls at 20,000). The bound was 2% until a slower 2-core runner (2026-12-01) lost 3–11%
-  // of a gateway burst's 60–100 polls (the tail of a connection that the client saw established but
-  // was answered after 5 s), with the code before and after that day's changes alike, and never a
-  // 5 s gap: the gap is the liveness bound, the share only says that most probes get through. A
-  // full-suite CI run (2026-12-02) read 59 of 74 (0.80, longest gap 3.4 s) where the same test
-  // alone passed twice at once after: the share was lowered from 85% to 75%, the gap bound kept.
-  assert.ok(r.health.answeredShare >= 0.75 && r.health.longestGapMs < 5000, `/health: ${JSON.stringify(r.health)}`);
+  // /health answered throughout on the probe port (--probe-port, as deploy/k8s probes it): at
+  // most 2% of polls unanswered within their 5 s timeout, and no stretch of 5 s (the liveness
+  // probe's timeout) without an answer. On the API port a probe's handshake queues behind the
+  // burst's 5,000 in the kernel's listen and accept queues: under a loaded full-suite run it lost
+  // 20% of its polls (2026-12-02, 59 of 74), and with two busy loops beside the burst 17–38%, with
+  // gaps of 4.2–4.5 s, while the probe port answered every poll within 1.3 s (results/burst/README.md).
+  // The API port's polls are kept in the report (in every failure message), not asserted.
+  const probe = r.probeHealth;
+  assert.ok(probe !== null, 'the front server has a probe port');
+  assert.ok(probe.numPolls > 0 && probe.answeredShare >= 0.98 && probe.longestGapMs < 5000, `/health on the probe port: ${JSON.stringify(probe)}; on the API port: ${JSON.stringify(r.health)}`);
   for (const [name, m] of Object.entries(r.rss)) assert.ok(Math.max(m.peakMiB, m.hwmMiB) < RSS_BOUND_MIB, `${name} RSS ${JSON.stringify(m)} over ${RSS_BOUND_MIB} MiB`);
   assert.ok(r.idle.reached, `not idle afterwards: ${JSON.stringify(r.idle)}`);
 }

@@ -50,7 +50,9 @@ test('Kubernetes: probes on the wrong endpoints, no preStop, no limits, or threa
   const cases: [string, (c: Obj) => void, RegExp][] = [
     ['readiness on /health', (c) => (c.readinessProbe.httpGet.path = '/health'), /readinessProbe must be an HTTP GET of \/ready/],
     ['liveness on /ready', (c) => (c.livenessProbe.httpGet.path = '/ready'), /livenessProbe must be an HTTP GET of \/health/],
-    ['probe on another port', (c) => (c.readinessProbe.httpGet.port = 9000), /readinessProbe must probe the API port 8000/],
+    ['probe on another port', (c) => (c.readinessProbe.httpGet.port = 9000), /readinessProbe must probe the probe port 8001/],
+    ['liveness on the API port', (c) => (c.livenessProbe.httpGet.port = 'http'), /livenessProbe must probe the probe port 8001 \(not the API port 8000/],
+    ['no probe port given to the server', (c) => (c.env = (c.env as Obj[]).filter((e) => e.name !== 'HEADROOM_PROBE_PORT')), /HEADROOM_PROBE_PORT must be 8001/],
     ['no preStop', (c) => delete c.lifecycle, /expected lifecycle\.preStop\.exec\.command/],
     ['no CPU limit', (c) => delete c.resources.limits.cpu, /no resources\.limits\.cpu/],
     ['fixed threads', (c) => ((c.env as Obj[]).find((e) => e.name === 'HEADROOM_THREADS')!.valueFrom = undefined), /HEADROOM_THREADS must come from this container's limits\.cpu/],

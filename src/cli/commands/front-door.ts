@@ -21,6 +21,7 @@ import { EXIT_CODES, StartupError } from '../startup-errors.ts';
 export interface ServerFlags {
   host: string;
   port: string;
+  probePort?: string;
   sloMs: string;
   minSloMs: string;
   maxSloMs: string;
@@ -80,6 +81,7 @@ export function addServerOptions(cmd: Command): Command {
   return cmd
     .option('--host <host>', 'interface to listen on', '0.0.0.0')
     .option('--port <port>', 'port to listen on', '8000')
+    .option('--probe-port <port>', 'also serve /health, /ready and /metrics (only those) on this port, so probes and scrapes never queue behind a crowd of API clients (0: any free port; default: none)')
     .option('--slo-ms <ms>', 'default latency budget per request', '10000')
     .option('--min-slo-ms <ms>', 'smallest x-slo-ms a client may ask for (below: 400 at once, never queued)', '100')
     .option('--max-slo-ms <ms>', 'largest x-slo-ms a client may ask for (above: 400)', '3600000')
@@ -117,9 +119,14 @@ export function addFlowOptions(cmd: Command): Command {
 }
 
 export function serverConfigOf(f: ServerFlags, extra: Partial<ServerConfig> = {}): ServerConfig {
+  const port = int('port', f.port);
+  const probePort = f.probePort === undefined ? null : int('probe-port', f.probePort);
+  if (probePort !== null && (probePort < 0 || probePort > 65535)) throw new StartupError(`--probe-port: expected a port in [0, 65535], got '${f.probePort}'`);
+  if (probePort !== null && probePort !== 0 && probePort === port) throw new StartupError(`--probe-port: expected a port other than --port (${port})`);
   return serverConfig({
     host: f.host,
-    port: int('port', f.port),
+    port,
+    probePort,
     sloMs: int('slo-ms', f.sloMs),
     minSloMs: int('min-slo-ms', f.minSloMs),
     maxSloMs: int('max-slo-ms', f.maxSloMs),
