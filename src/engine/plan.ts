@@ -58,6 +58,12 @@ export interface TokenLogprob {
 export type KvOp =
   /** Share the cells of `src` in [p0, p1) with `dst` (a prefix-cache hit, or a fork for parallel sampling). */
   | { readonly kind: 'copy'; readonly srcSeqId: SeqId; readonly dstSeqId: SeqId; readonly p0: number; readonly p1: number }
+  /**
+   * Replace `dst`'s cells in [p0, p1) by `src`'s, which hold the same tokens' KV at the same
+   * positions (seq_rm then seq_cp): a sequence that computed a prefix the cache already held
+   * shares the cache's copy and its own duplicate cells are freed.
+   */
+  | { readonly kind: 'adopt'; readonly srcSeqId: SeqId; readonly dstSeqId: SeqId; readonly p0: number; readonly p1: number }
   /** Drop `seqId`'s cells in [p0, p1) (a finished, aborted or preempted sequence, or an evicted cache node). */
   | { readonly kind: 'remove'; readonly seqId: SeqId; readonly p0: number; readonly p1: number }
   /** Copy all of `seqId`'s cells into host memory under `key` (the prefix cache's host tier); the cells stay. */

@@ -8,7 +8,7 @@
 //   reference to the shared one is dropped. `canAppend` counts that extra block (the reference
 //   system found the missing count with a property test).
 //
-// Complexity: canAppend O(1); append O(new blocks); sharePrefix, fork, free O(table blocks);
+// Complexity: canAppend, replaceBlock O(1); append O(new blocks); sharePrefix, fork, free O(table blocks);
 // checkInvariants O(total table blocks).
 
 import type { BlockId, BlockPool } from './block-pool.ts';
@@ -111,6 +111,20 @@ export class PagedKv {
     t.blocks = blocks.slice();
     t.numTokens = numTokens;
     if (t.blocks.length > 0) this.#live.add(t);
+  }
+
+  /**
+   * Points entry `index` of the table at `block` instead (a full block holding the same tokens'
+   * KV, shared with whoever holds it): takes a reference on it and drops the one on the old block.
+   */
+  replaceBlock(table: BlockTable, index: number, block: BlockId): void {
+    const t = this.#own(table);
+    if (!Number.isInteger(index) || index < 0 || (index + 1) * this.blockSize > t.numTokens) bug(`PagedKv.replaceBlock: entry ${index} is not a full block of a ${t.numTokens}-token table`);
+    const old = t.blocks[index]!;
+    if (old === block) return;
+    this.pool.incRef(block);
+    t.blocks[index] = block;
+    this.pool.decRef(old);
   }
 
   /** A new table sharing every block of `table` (a forked sequence); appending to either copies on write. */

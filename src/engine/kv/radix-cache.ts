@@ -15,7 +15,7 @@
 //   blocks account for. A hit therefore copies each matched node's range from that node's owner
 //   (`PrefixMatch.segments`), not the whole path from the deepest owner: an owner's cells for its
 //   ancestors' ranges may be its own duplicates (two requests computed the same prefix at once,
-//   the "shadow" blocks of paged-kv-manager.ts), and copying those made the accounting reference
+//   which paged-kv-manager.ts swaps for the cache's own once it has inserted), and copying those made the accounting reference
 //   one set of blocks while the pool held another (found by the scheduler property test once
 //   steps carried whole prompts: 3 blocks undercounted, a batch refused). The deepest owner also
 //   holds the whole root path's positions, its own or copied. It holds because `insert(tokens, blocks, seqId)`

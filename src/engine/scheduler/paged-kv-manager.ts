@@ -10,11 +10,10 @@
 // for their decode growth. The check looks at free + evictable blocks before evicting anything, so
 // a request that cannot fit does not flush the cache for nothing.
 //
-// Shadow blocks: two requests with the same prefix started before either finished its prefill
-// both compute that prefix. The cache keeps the first one's blocks; the second's sequence still
-// holds its own copies of those cells, and if it goes on to own cache nodes (its longer tail), those
-// cells live as long as it does. Its duplicate blocks are therefore kept referenced ("shadow"
-// blocks) until the cache releases its sequence id.
+// Duplicate prefixes: two requests with the same prefix started before either finished its
+// prefill both compute that prefix. The cache keeps the first one's blocks; when the second
+// offers its prompt, its duplicate blocks are swapped for the cache's (an `adopt` op: its own cells
+// freed, the owner's shared), so no sequence ever holds cells the accounting does not count.
 //
 // Prefix-cache statistics count one lookup per request: its first allocation attempt. Head-of-line
 // retries and re-starts after preemption match with `recordStats: false`.
@@ -74,10 +73,11 @@ export class PagedKvManager implements KvManager {
   readonly #host: HostTier | null;
   /** Prompt tokens the host tier found beyond what the pool's cache matched (first lookups only). */
   #hostExtraHitTokens = 0;
+  /** Duplicate blocks swapped for the cache's own after an insert (#adoptCachedCopies). */
+  #numAdoptedBlocks = 0;
   /** Blocks a new request must leave free while others run. */
   readonly #watermark: number;
   readonly #states = new Map<Request, SeqState>();
-  readonly #shadows = new Map<SeqId, BlockId[]>();
   /** Requests whose prefix lookup has been counted in the cache statistics. */
   readonly #lookedUp = new WeakSet<Request>();
   #kvOps: KvOp[] = [];
@@ -114,6 +114,11 @@ export class PagedKvManager implements KvManager {
     return this.#pool.numFree;
   }
 
+  /** Blocks of sequences that computed a prefix the cache already held, swapped for the cache's copies. */
+  get numAdoptedBlocks(): number {
+    return this.#numAdoptedBlocks;
+  }
+
   takeKvOps(): KvOp[] {
     const ops = this.#kvOps;
     this.#kvOps = [];
@@ -147,9 +152,9 @@ export class PagedKvManager implements KvManager {
       const need = host !== null ? Math.max(numBlocksAll, numBlocksNeeded(host.numEntryTokens, pool.blockSize)) : numBlocksAll - (match?.blocks.length ?? 0);
       const keepFree = this.#states.size > 0 ? this.#watermark : 0;
       // Cost guard: do not flush the cache for a request that cannot fit anyway (an upper bound:
-      // evicting frees unpinned nodes and the shadows of owners it releases). With nothing running
+      // evicting frees unpinned nodes). With nothing running
       // eviction always makes room, so an idle engine never waits on its own cache.
-      if (this.#states.size > 0 && pool.numFree + (this.#radix?.numEvictableBlocks ?? 0) + this.#numShadowBlocks() < need + keepFree) return { ok: false, reason: 'no_blocks' };
+      if (this.#states.size > 0 && pool.numFree + (this.#radix?.numEvictableBlocks ?? 0) < need + keepFree) return { ok: false, reason: 'no_blocks' };
       // The match is pinned: evicting here cannot take the path just matched.
       if (!pool.canAllocate(need + keepFree)) this.#evict(need + keepFree - pool.numFree);
       if (!pool.canAllocate(need + keepFree)) return { ok: false, reason: 'no_blocks' };
@@ -225,6 +230,42 @@ export class PagedKvManager implements KvManager {
     const r = this.#radix.insert(keep === tokens.length ? tokens : tokens.slice(0, keep), st.table.blocks, st.seqId);
     st.handle = r.handle;
     st.numCachedTokens = r.numCachedTokens;
+    this.#adoptCachedCopies(req, st);
+  }
+
+  /**
+   * After its insert, blocks of the sequence that duplicate the cache's (another request computed
+   * the same prefix at the same time, and its nodes were there first) are swapped for the cache's
+   * own, as a hit at start would have given them: its duplicate cells are removed and the owners'
+   * copied in. Without this the sequence held both copies while its pin kept the cache's, and a
+   * lone request in a small pool could not grow although it would fit alone (found by the
+   * scheduler property test, seed 334642). Before this, such blocks outlived the request as
+   * "shadow" blocks, held until the cache gave the sequence id back.
+   */
+  #adoptCachedCopies(req: Request, st: SeqState): void {
+    const radix = this.#radix!;
+    const bs = this.#pool.blockSize;
+    const onPath = radix.match(req.tokensIn(0, st.numCachedTokens), { recordStats: false });
+    try {
+      for (const seg of onPath.segments) {
+        if (seg.ownerSeqId === st.seqId) continue;
+        // Runs of blocks in this owner's range that are ours, not the cache's.
+        for (let i = seg.p0 / bs; i < seg.p1 / bs; ) {
+          if (st.table.blocks[i] === onPath.blocks[i]) {
+            i++;
+            continue;
+          }
+          let j = i;
+          while (j < seg.p1 / bs && st.table.blocks[j] !== onPath.blocks[j]) j++;
+          this.#kvOps.push({ kind: 'adopt', srcSeqId: seg.ownerSeqId, dstSeqId: st.seqId, p0: i * bs, p1: j * bs });
+          for (let k = i; k < j; k++) this.#paged.replaceBlock(st.table, k, onPath.blocks[k]!);
+          this.#numAdoptedBlocks += j - i;
+          i = j;
+        }
+      }
+    } finally {
+      radix.release(onPath.handle);
+    }
   }
 
   release(req: Request): void {
@@ -232,25 +273,27 @@ export class PagedKvManager implements KvManager {
     this.#states.delete(req);
     this.#saveToHost(req, st.seqId);
     const radix = this.#radix;
-    let shadow: BlockId[] = [];
     if (radix !== null && st.handle !== null) {
-      // Blocks of ours the cache did not adopt, whose cells our sequence still holds.
-      const onPath = radix.match(req.tokensIn(0, st.numCachedTokens), { recordStats: false });
-      shadow = st.table.blocks.slice(0, onPath.blocks.length).filter((b, i) => b !== onPath.blocks[i]);
-      radix.release(onPath.handle);
+      this.#checkNoDuplicates(req, st);
       radix.release(st.handle);
-      for (const b of shadow) this.#pool.incRef(b);
     }
     this.#kvOps.push({ kind: 'remove', seqId: st.seqId, p0: st.numCachedTokens, p1: -1 });
     this.#paged.free(st.table);
     if (radix !== null && radix.ownsNodes(st.seqId)) {
-      if (shadow.length > 0) this.#shadows.set(st.seqId, shadow);
       this.#trimCache();
       return; // the cache holds the id now (until eviction gives it back)
     }
-    for (const b of shadow) this.#pool.decRef(b);
     if (st.numCachedTokens > 0) this.#kvOps.push({ kind: 'remove', seqId: st.seqId, p0: 0, p1: -1 });
     this.#seqIds.release(st.seqId);
+  }
+
+  /** After #adoptCachedCopies, every block of the sequence on its cache path is the cache's own. */
+  #checkNoDuplicates(req: Request, st: SeqState): void {
+    const radix = this.#radix!;
+    const onPath = radix.match(req.tokensIn(0, st.numCachedTokens), { recordStats: false });
+    radix.release(onPath.handle);
+    const i = onPath.blocks.findIndex((b, k) => b !== st.table.blocks[k]);
+    if (i >= 0) bug(`request ${req.id} leaves with block ${st.table.blocks[i]} where the cache holds ${onPath.blocks[i]} (a duplicate not adopted)`);
   }
 
   peekCachedTokens(promptTokens: readonly number[]): number {
@@ -295,13 +338,11 @@ export class PagedKvManager implements KvManager {
     const refs = new Map<BlockId, number>();
     this.#paged.countBlockRefs(refs);
     this.#radix?.countBlockRefs(refs);
-    for (const blocks of this.#shadows.values()) for (const b of blocks) refs.set(b, (refs.get(b) ?? 0) + 1);
     this.#pool.checkInvariants(refs);
     this.#paged.checkInvariants();
     this.#host?.checkInvariants();
     if (this.#radix !== null) this.#radix.checkInvariants(held);
     else if (this.#seqIds.numFree + held.length !== this.#opts.maxSequences) bug('sequence ids leaked');
-    for (const s of this.#shadows.keys()) if (!this.#radix?.ownsNodes(s)) bug(`shadow blocks kept for sequence ${s}, which owns no cache node`);
     for (const [req, st] of this.#states) {
       // The allocation rule: room for the whole prompt is held from the start.
       if (st.table.numTokens < Math.max(req.numComputedTokens, req.numPromptTokens)) bug(`request ${req.id} (${req.numPromptTokens} prompt tokens, ${req.numComputedTokens} computed) holds a table of ${st.table.numTokens}`);
@@ -336,12 +377,6 @@ export class PagedKvManager implements KvManager {
     for (const key of r.dropped) this.#kvOps.push({ kind: 'drop', key });
   }
 
-  #numShadowBlocks(): number {
-    let n = 0;
-    for (const blocks of this.#shadows.values()) n += blocks.length;
-    return n;
-  }
-
   /** Evict unreferenced cache beyond `cacheMaxFraction` of the pool. */
   #trimCache(): void {
     const fraction = this.#cacheMaxFraction;
@@ -368,9 +403,5 @@ export class PagedKvManager implements KvManager {
 
   #absorb(r: EvictResult): void {
     this.#kvOps.push(...r.kvOps);
-    for (const s of r.releasedSeqIds) {
-      for (const b of this.#shadows.get(s) ?? []) this.#pool.decRef(b);
-      this.#shadows.delete(s);
-    }
   }
 }

@@ -167,8 +167,15 @@ test('property: random mixed workloads keep the allocation rule, the watermark a
       }
       coverage.endRun();
     }),
-    // One run known to stop on sequence ids, so reaching that state does not rest on the draw alone.
-    { ...propertyParams(60), examples: [[{ numCells: 512, maxSequences: 2, prefillChunkTokens: 64, kvWatermark: 0, maxPreemptions: 0, prefixCache: true, hostTierTokens: 0, cacheMaxFraction: 1, seed: 555377 }]] },
+    // One run known to stop on sequence ids, so reaching that state does not rest on the draw alone;
+    // one where a lone request that computed a cached prefix a second time had to fit in 256 cells.
+    {
+      ...propertyParams(60),
+      examples: [
+        [{ numCells: 512, maxSequences: 2, prefillChunkTokens: 64, kvWatermark: 0, maxPreemptions: 0, prefixCache: true, hostTierTokens: 0, cacheMaxFraction: 1, seed: 555377 }],
+        [{ numCells: 256, maxSequences: 2, prefillChunkTokens: 16, kvWatermark: 0, maxPreemptions: 0, prefixCache: true, hostTierTokens: 0, cacheMaxFraction: 1, seed: 334642 }],
+      ],
+    },
   );
   coverage.reportAndAssert('scheduler KV allocation', 5000);
 });
@@ -204,5 +211,35 @@ test('a hit copies each cached node from its own owner: a prefix two requests co
     ],
   );
   for (let t = 2; s.numUnfinished > 0 && t < 500; t++) await stepOnce(s, runner, t);
+  assert.equal(s.numRunnerRefusals, 0);
+});
+
+test('a prefix two requests computed at once is shared afterwards: the second adopts the cache\'s blocks, so alone it fits a small pool', async () => {
+  // 256 cells (16 blocks of 16). A and B share 96 tokens and are prefilled in the same step, so both
+  // compute them; A's insert comes first and the cache keeps A's copy. B then grows to 112 + 100
+  // tokens (14 blocks). Holding its own copy of the 6 shared blocks beside the cache's (which its
+  // pin keeps), it would need 20, and once A had finished it ended with an error although it fits
+  // the pool alone (the property test's seed 334642 found this).
+  const runner = new MockRunner({ cost: { speed: 0 }, contextTokens: 256, maxSequences: 2, maxBatchTokens: 512 });
+  const s = createScheduler({ scheduler: 'continuous', maxOutputTokens: 128, prefillChunkTokens: 512, kvWatermark: 0, maxPreemptions: 0, cacheRetain: 'all' }, runner.info) as BatchScheduler;
+  const shared = uniquePrompt(11, 96);
+  const a = [...shared, ...uniquePrompt(12, 17).slice(1)];
+  const b = [...shared, ...uniquePrompt(13, 17).slice(1)];
+  const out: Outcome[] = [];
+  const engineLike = { runner, now: () => 0 } as unknown as Parameters<typeof makeRequest>[0];
+  s.add(makeRequest(engineLike, { prompt: a, maxTokens: 1 }, 'A', out));
+  s.add(makeRequest(engineLike, { prompt: b, maxTokens: 100 }, 'B', out));
+  const first = await stepOnce(s, runner, 0);
+  assert.deepEqual(first.scheduled.map((x) => [x.request.id, x.numNewTokens]), [['A', 112], ['B', 112]], 'both prompts whole in one step');
+  // A finishes in that step (one token) and gives its seqId field back; the plan kept it.
+  const [seqA, seqB] = first.runner.items.map((item) => item.seqId);
+  const second = await stepOnce(s, runner, 1);
+  assert.deepEqual(
+    second.runner.kvOps.filter((op) => op.kind === 'adopt'),
+    [{ kind: 'adopt', srcSeqId: seqA, dstSeqId: seqB, p0: 0, p1: 96 }],
+    'B takes A\'s cells for the shared blocks (the mock checks they hold the same KV)',
+  );
+  for (let t = 2; s.numUnfinished > 0 && t < 500; t++) await stepOnce(s, runner, t);
+  assert.deepEqual(out.map((o) => [o.request.id, o.reason, o.tokens.length]), [['A', 'length', 1], ['B', 'length', 100]]);
   assert.equal(s.numRunnerRefusals, 0);
 });

@@ -224,6 +224,9 @@ export class LlamaRunner implements Runner {
     for (const op of plan.kvOps) {
       if (op.kind === 'copy') {
         this.#ctx.seqCopy(op.srcSeqId, op.dstSeqId, op.p0, op.p1);
+      } else if (op.kind === 'adopt') {
+        if (!this.#ctx.seqRemove(op.dstSeqId, op.p0, op.p1)) return { ok: false, reason: 'backend_error', message: `llama_memory_seq_rm refused seq ${op.dstSeqId} [${op.p0}, ${op.p1})` };
+        this.#ctx.seqCopy(op.srcSeqId, op.dstSeqId, op.p0, op.p1);
       } else if (op.kind === 'remove') {
         if (!this.#ctx.seqRemove(op.seqId, op.p0, op.p1)) return { ok: false, reason: 'backend_error', message: `llama_memory_seq_rm refused seq ${op.seqId} [${op.p0}, ${op.p1})` };
       } else if (op.kind === 'save') {

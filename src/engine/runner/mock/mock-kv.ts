@@ -29,7 +29,21 @@ export class MockKv {
     return this.#seqs.get(seqId)?.length ?? 0;
   }
 
-  apply(op: Extract<KvOp, { kind: 'copy' | 'remove' }>): void {
+  apply(op: Extract<KvOp, { kind: 'copy' | 'remove' | 'adopt' }>): void {
+    if (op.kind === 'adopt') {
+      const src = this.#seqs.get(op.srcSeqId) ?? [];
+      const dst = this.#seqs.get(op.dstSeqId) ?? [];
+      if (!(op.p0 >= 0 && op.p0 < op.p1 && op.p1 <= src.length && op.p1 <= dst.length)) {
+        bug(`seqAdopt ${op.srcSeqId}->${op.dstSeqId} [${op.p0},${op.p1}) from a source of length ${src.length} onto a destination of length ${dst.length}`);
+      }
+      for (let p = op.p0; p < op.p1; p++) {
+        const cell = src[p]!;
+        this.#cellRefs.set(cell, (this.#cellRefs.get(cell) ?? 0) + 1);
+        this.#release(dst[p]!);
+        dst[p] = cell;
+      }
+      return;
+    }
     if (op.kind === 'copy') {
       const src = this.#seqs.get(op.srcSeqId) ?? [];
       const p1 = op.p1 < 0 ? src.length : op.p1;

@@ -141,6 +141,14 @@ export class MockRunner implements Runner {
         this.#host.delete(op.key);
         continue;
       }
+      if (op.kind === 'adopt') {
+        // The cells taken must hold what the destination's did: the same tokens' KV history.
+        const src = this.#history.get(op.srcSeqId) ?? [];
+        const dst = this.#history.get(op.dstSeqId) ?? [];
+        for (let p = op.p0; p < op.p1; p++) if (src[p] !== dst[p]) bug(`adopt ${op.srcSeqId}->${op.dstSeqId} [${op.p0},${op.p1}): position ${p} holds different KV`);
+        this.#kv.apply(op);
+        continue;
+      }
       this.#kv.apply(op);
       if (op.kind === 'remove') this.#history.get(op.seqId)?.splice(op.p0, op.p1 < 0 ? Infinity : op.p1 - op.p0);
       else this.#history.set(op.dstSeqId, [...(this.#history.get(op.dstSeqId) ?? []), ...(this.#history.get(op.srcSeqId) ?? []).slice(op.p0, op.p1 < 0 ? undefined : op.p1)]);
