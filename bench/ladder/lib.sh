@@ -105,6 +105,8 @@ run_peer() {
   fi
   if wait_ready "http://127.0.0.1:$port" "$ready" "$pid"; then
     bench_open "http://127.0.0.1:$port" "$dir" "$rate"
+    # Headroom's own account of the run (cache hits, adopted blocks, step times), kept beside it.
+    if [[ $system == headroom ]]; then curl -sf "http://127.0.0.1:$port/stats" >"$dir/stats.json" || rm -f "$dir/stats.json"; fi
   fi
   stop_server "$pid"
   if [[ -n $proxy ]]; then stop_server "$proxy"; fi

@@ -114,11 +114,6 @@ export class PagedKvManager implements KvManager {
     return this.#pool.numFree;
   }
 
-  /** Blocks of sequences that computed a prefix the cache already held, swapped for the cache's copies. */
-  get numAdoptedBlocks(): number {
-    return this.#numAdoptedBlocks;
-  }
-
   takeKvOps(): KvOp[] {
     const ops = this.#kvOps;
     this.#kvOps = [];
@@ -152,8 +147,8 @@ export class PagedKvManager implements KvManager {
       const need = host !== null ? Math.max(numBlocksAll, numBlocksNeeded(host.numEntryTokens, pool.blockSize)) : numBlocksAll - (match?.blocks.length ?? 0);
       const keepFree = this.#states.size > 0 ? this.#watermark : 0;
       // Cost guard: do not flush the cache for a request that cannot fit anyway (an upper bound:
-      // evicting frees unpinned nodes). With nothing running
-      // eviction always makes room, so an idle engine never waits on its own cache.
+      // evicting frees unpinned nodes). With nothing running eviction always makes room, so an
+      // idle engine never waits on its own cache.
       if (this.#states.size > 0 && pool.numFree + (this.#radix?.numEvictableBlocks ?? 0) < need + keepFree) return { ok: false, reason: 'no_blocks' };
       // The match is pinned: evicting here cannot take the path just matched.
       if (!pool.canAllocate(need + keepFree)) this.#evict(need + keepFree - pool.numFree);
@@ -317,7 +312,7 @@ export class PagedKvManager implements KvManager {
     const pool = this.#pool;
     const h = this.#host;
     const host = h === null ? null : { numEntries: h.numEntries, numTokens: h.numTokens, capacityTokens: this.#opts.hostTierTokens ?? 0, numSaves: h.numSaves, numLoads: h.numLoads, hitTokens: h.numHitTokens };
-    const prefixCache = radix === null ? null : { enabled: true, queryTokens: radix.numQueryTokens, hitTokens: radix.numHitTokens + this.#hostExtraHitTokens, numNodes: radix.numNodes, host };
+    const prefixCache = radix === null ? null : { enabled: true, queryTokens: radix.numQueryTokens, hitTokens: radix.numHitTokens + this.#hostExtraHitTokens, numNodes: radix.numNodes, adoptedBlocks: this.#numAdoptedBlocks, host };
     let slack = 0;
     let held = 0;
     for (const r of running) {

@@ -52,6 +52,8 @@ export interface KvSnapshot {
     /** Prompt tokens found: in the pool, or (counted in `host` as well) placed back from the host tier. */
     readonly hitTokens: number;
     readonly numNodes: number;
+    /** Blocks a request computed although the cache held them (another computed the same prefix at the same time), swapped for the cache's copies once it inserted. */
+    readonly adoptedBlocks: number;
     /** The host tier (null: off). */
     readonly host?: { readonly numEntries: number; readonly numTokens: number; readonly capacityTokens: number; readonly numSaves: number; readonly numLoads: number; readonly hitTokens: number } | null;
   } | null;

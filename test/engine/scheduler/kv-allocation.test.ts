@@ -239,6 +239,7 @@ test('a prefix two requests computed at once is shared afterwards: the second ad
     [{ kind: 'adopt', srcSeqId: seqA, dstSeqId: seqB, p0: 0, p1: 96 }],
     'B takes A\'s cells for the shared blocks (the mock checks they hold the same KV)',
   );
+  assert.equal(s.snapshot().kv.prefixCache?.adoptedBlocks, 6, '/stats counts them');
   for (let t = 2; s.numUnfinished > 0 && t < 500; t++) await stepOnce(s, runner, t);
   assert.deepEqual(out.map((o) => [o.request.id, o.reason, o.tokens.length]), [['A', 'length', 1], ['B', 'length', 100]]);
   assert.equal(s.numRunnerRefusals, 0);
