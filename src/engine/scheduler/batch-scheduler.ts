@@ -89,20 +89,6 @@ export function alignedPromptBudget(decodeRows: number, promptBudget: number): n
   return aligned > 0 ? aligned : promptBudget;
 }
 
-/**
- * The first chunk of a prompt that starts beside decoding rows and needs more than one step: its
- * remainder (`remaining` mod the step's chunk), so that the later chunks, each a whole step's chunk,
- * keep the step's rows a multiple of ROW_ALIGN to the end. Left for the last chunk, the remainder
- * made a step off a multiple of 64 at the prompt's deepest point, where that costs most (a recorded
- * run: 71 rows at position 1,697 took 112 ms, 1.6–2.6 ms a row against 0.8–1.0 in aligned steps;
- * docs/per-token.md §17); at the prompt's start it costs nothing extra (§3). Otherwise `n`.
- */
-export function remainderFirst(remaining: number, n: number, stepChunk: number): number {
-  if (n !== stepChunk || remaining <= n) return n;
-  const rest = remaining % stepChunk;
-  return rest === 0 ? n : rest;
-}
-
 /** What is left of one step's budget while it is being planned. */
 interface Budget {
   tokens: number;
@@ -217,8 +203,7 @@ export class BatchScheduler implements Scheduler {
       // The tightest TPOT budget among the decoding requests: a step carrying them stays within it.
       let tpot: number | null = null;
       for (const s of scheduled) if (s.request.tpotMs !== null && (tpot === null || s.request.tpotMs < tpot)) tpot = s.request.tpotMs;
-      const sized = this.#stepBudget !== null && (this.#sizeChunks || tpot !== null);
-      if (sized) {
+      if (this.#stepBudget !== null && (this.#sizeChunks || tpot !== null)) {
         // The chunk's position: the deepest prompt under way (the conservative guess), else a new one at 0.
         let chunkPos = 0;
         for (const r of this.#running) if (r.numComputedTokens < r.numPromptTokens) chunkPos = Math.max(chunkPos, r.numComputedTokens);
@@ -230,11 +215,8 @@ export class BatchScheduler implements Scheduler {
         budget.prefillTokens = budget.tokens;
       }
       budget.prefillTokens = alignedPromptBudget(scheduled.length, budget.prefillTokens);
-      // Beside decoding rows, a prompt longer than one chunk starts with its remainder (see
-      // remainderFirst): only when the step's whole prompt budget is still there to divide by.
-      const stepChunk = scheduled.length > 0 && !sized ? budget.prefillTokens : null;
       this.#continueRunning(budget, scheduled, 'prefill');
-      this.#startWaiting(budget, scheduled, this.#opts.maxRunning, nowMs, false, stepChunk);
+      this.#startWaiting(budget, scheduled, this.#opts.maxRunning, nowMs);
     }
     if (scheduled.length === 0 && this.#running.length > 0) this.#unstick(budget, scheduled, nowMs);
     const kvOps = this.#kv.takeKvOps();
@@ -409,7 +391,7 @@ export class BatchScheduler implements Scheduler {
   }
 
   /** Start waiting requests in queue order while budget, sequence ids and blocks last; records why it stopped. */
-  #startWaiting(budget: Budget, scheduled: ScheduledItem[], maxRunning: number, nowMs: number, wholeBatch = false, stepChunk: number | null = null): void {
+  #startWaiting(budget: Budget, scheduled: ScheduledItem[], maxRunning: number, nowMs: number, wholeBatch = false): void {
     for (;;) {
       const req = this.#waiting.peek();
       if (req === undefined) return void (this.#stopReason = 'none_waiting');
@@ -424,7 +406,6 @@ export class BatchScheduler implements Scheduler {
         this.#outputs.touch(req);
         continue;
       }
-      const numNew = stepChunk !== null && budget.prefillTokens === stepChunk ? remainderFirst(req.numTokens - r.numCachedTokens, r.numNewTokens, stepChunk) : r.numNewTokens;
       this.#waiting.pop();
       this.#oldestWaitingMs = null;
       req.status = RequestStatus.RUNNING;
@@ -434,10 +415,10 @@ export class BatchScheduler implements Scheduler {
       req.samplerStarted = false;
       req.scheduledMs ??= nowMs;
       this.#running.push(req);
-      if (numNew > 0) scheduled.push({ request: req, numNewTokens: numNew });
+      if (r.numNewTokens > 0) scheduled.push({ request: req, numNewTokens: r.numNewTokens });
       else if (this.#forks.size > 0) this.#forkFollowers(req, nowMs); // a cache hit already covers all but its last prompt token
-      budget.tokens -= numNew;
-      budget.prefillTokens -= numNew;
+      budget.tokens -= r.numNewTokens;
+      budget.prefillTokens -= r.numNewTokens;
     }
   }
 

@@ -309,34 +309,3 @@ test('cacheMaxFraction trims idle cached prefixes down to the cap; 1 keeps them'
   assert.ok(capped.used <= Math.floor(0.1 * capped.numBlocks), `the capped cache keeps ${capped.used} of ${capped.numBlocks} blocks`);
   assert.ok(capped.cells < keep.cells, 'llama-side cells are released too');
 });
-
-test('a prompt that starts beside a decoding request takes its remainder first, so every later step has rows in multiples of 64', async () => {
-  const runner = new MockRunner({ cost: { speed: 0 }, contextTokens: 4096, maxSequences: 4, maxBatchTokens: 2048 });
-  const s = createScheduler({ scheduler: 'continuous', maxOutputTokens: 64, prefillChunkTokens: 256 }, runner.info) as BatchScheduler;
-  const out: Outcome[] = [];
-  const at = (t: number) => ({ runner, now: () => t }) as unknown as Parameters<typeof makeRequest>[0];
-  const word = (k: number, n: number): number[] => [1, ...Array.from({ length: n - 1 }, (_, i) => 259 + ((k * 31 + i * 7) % 150))];
-  s.add(makeRequest(at(0), { prompt: word(1, 40), maxTokens: 60 }, 'X', out));
-  await stepOnce(s, runner, 0); // X's prompt, alone: then it decodes
-  s.add(makeRequest(at(1), { prompt: word(2, 600), maxTokens: 4 }, 'Y', out));
-  const rows: number[] = [];
-  const chunks: number[] = [];
-  for (let t = 1; t < 10; t++) {
-    const step = await stepOnce(s, runner, t);
-    const y = step.scheduled.find((x) => x.request.id === 'Y');
-    if (y === undefined || y.numNewTokens === 1) break;
-    chunks.push(y.numNewTokens);
-    rows.push(step.scheduled.reduce((a, x) => a + x.numNewTokens, 0));
-  }
-  // Beside X's one row a step's prompt budget is 255; 600 = 90 + 255 + 255.
-  assert.deepEqual(chunks, [90, 255, 255]);
-  assert.deepEqual(rows, [91, 256, 256]);
-});
-
-test('remainderFirst: only a prompt longer than the step chunk, given the whole chunk, starts with the remainder', async () => {
-  const { remainderFirst } = await import('../../../src/engine/scheduler/batch-scheduler.ts');
-  assert.equal(remainderFirst(600, 255, 255), 90);
-  assert.equal(remainderFirst(510, 255, 255), 255, 'a whole number of chunks: unchanged');
-  assert.equal(remainderFirst(200, 200, 255), 200, 'fits in one step: unchanged');
-  assert.equal(remainderFirst(600, 100, 255), 100, 'given less than the whole chunk (another prompt took some): unchanged');
-});
