@@ -6,7 +6,7 @@
 
 Napi::Object InitAll(Napi::Env env, Napi::Object exports) {
   exports.Set("HeadroomLlama", HeadroomLlama::Init(env));
-  exports.Set("abiVersion", Napi::Number::New(env, 7));
+  exports.Set("abiVersion", Napi::Number::New(env, 8));
   return exports;
 }
 

@@ -251,7 +251,8 @@ llama_sampler* HeadroomLlama::samplerFor(int32_t seq) {
   return s;
 }
 
-// The rows of a decode call, checked: (tokens: Int32Array, pos: Int32Array, seq: Int32Array, sample: Uint8Array).
+// The rows of a decode call, checked: (tokens: Int32Array, pos: Int32Array, seq: Int32Array, sample: Uint8Array,
+// segmentEnds?: Int32Array, increasing row indices ending at the row count: one llama_decode each).
 DecodeStep HeadroomLlama::decodeRows(const Napi::CallbackInfo& info, const char* what) {
   Napi::Env env = info.Env();
   checkUsable(env, what);
@@ -277,10 +278,24 @@ DecodeStep HeadroomLlama::decodeRows(const Napi::CallbackInfo& info, const char*
   step.pos.assign(pos.Data(), pos.Data() + n);
   step.seq.assign(seq.Data(), seq.Data() + n);
   step.sample.assign(smp.Data(), smp.Data() + n);
+  if (info.Length() >= 5 && !info[4].IsUndefined() && !info[4].IsNull()) {
+    if (!info[4].IsTypedArray() || info[4].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
+      throw Napi::TypeError::New(env, std::string(what) + ": segmentEnds: expected an Int32Array");
+    const Napi::Int32Array ends = info[4].As<Napi::Int32Array>();
+    int32_t last = 0;
+    for (size_t k = 0; k < ends.ElementLength(); k++) {
+      if (ends[k] <= last || static_cast<size_t>(ends[k]) > n)
+        throw Napi::RangeError::New(env, std::string(what) + ": segmentEnds must increase within 1.." + std::to_string(n));
+      last = ends[k];
+    }
+    if (ends.ElementLength() > 0 && static_cast<size_t>(last) != n)
+      throw Napi::RangeError::New(env, std::string(what) + ": segmentEnds must end at the row count " + std::to_string(n));
+    step.segmentEnds.assign(ends.Data(), ends.Data() + ends.ElementLength());
+  }
   return step;
 }
 
-// decode(tokens, pos, seq, sample) -> Promise<DecodeResult>: the step runs on a libuv pool thread.
+// decode(tokens, pos, seq, sample, segmentEnds?) -> Promise<DecodeResult>: the step runs on a libuv pool thread.
 Napi::Value HeadroomLlama::Decode(const Napi::CallbackInfo& info) {
   DecodeStep step = decodeRows(info, "decode");
   auto* w = new DecodeWorker(info.Env(), this, Napi::Persistent(Value()), std::move(step));
@@ -290,7 +305,7 @@ Napi::Value HeadroomLlama::Decode(const Napi::CallbackInfo& info) {
   return p;
 }
 
-// decodeSync(tokens, pos, seq, sample) -> DecodeResult: the step runs here, on the JS thread, which
+// decodeSync(tokens, pos, seq, sample, segmentEnds?) -> DecodeResult: the step runs here, on the JS thread, which
 // it blocks until done; ggml's pool threads join it as for any other caller.
 Napi::Value HeadroomLlama::DecodeSync(const Napi::CallbackInfo& info) {
   DecodeStep step = decodeRows(info, "decodeSync");

@@ -49,29 +49,37 @@ void DecodeStep::Run(HeadroomLlama* owner) {
   queueUs = std::chrono::duration<double, std::micro>(t0 - created).count();
   llama_batch& b = owner->batch();
   const int32_t n = static_cast<int32_t>(tokens.size());
-  for (int32_t i = 0; i < n; i++) {
-    b.token[i] = tokens[i];
-    b.pos[i] = pos[i];
-    b.n_seq_id[i] = 1;
-    b.seq_id[i][0] = seq[i];
-    b.logits[i] = sample[i] ? 1 : 0;
-  }
-  b.n_tokens = n;
+  const int32_t nVocab = llama_vocab_n_tokens(owner->vocab());
+  std::vector<int32_t> ends = segmentEnds;
+  if (ends.empty()) ends.push_back(n);
+  int32_t s0 = 0;
+  for (const int32_t s1 : ends) {
+    for (int32_t i = s0; i < s1; i++) {
+      b.token[i - s0] = tokens[i];
+      b.pos[i - s0] = pos[i];
+      b.n_seq_id[i - s0] = 1;
+      b.seq_id[i - s0][0] = seq[i];
+      b.logits[i - s0] = sample[i] ? 1 : 0;
+    }
+    b.n_tokens = s1 - s0;
 
-  const auto td = std::chrono::steady_clock::now();
-  owner->pinCaller();
-  status = llama_decode(owner->ctx(), b);
-  owner->unpinCaller();
-  decodeUs = usSince(td);
+    const auto td = std::chrono::steady_clock::now();
+    owner->pinCaller();
+    status = llama_decode(owner->ctx(), b);
+    owner->unpinCaller();
+    decodeUs += usSince(td);
+    numCalls++;
+    if (status != 0) {
+      forgetRows(owner, s0);
+      break;
+    }
 
-  if (status == 0) {
     const auto ts = std::chrono::steady_clock::now();
-    const int32_t nVocab = llama_vocab_n_tokens(owner->vocab());
     try {
-      for (int32_t i = 0; i < n; i++) {
+      for (int32_t i = s0; i < s1; i++) {
         if (!sample[i]) continue;
         llama_sampler* s = owner->samplerFor(seq[i]);
-        const llama_token tok = llama_sampler_sample(s, owner->ctx(), i);
+        const llama_token tok = llama_sampler_sample(s, owner->ctx(), i - s0);
         sampled.push_back(tok);
         const int32_t k = owner->logprobsFor(seq[i]);
         if (k < 0) {
@@ -79,7 +87,7 @@ void DecodeStep::Run(HeadroomLlama* owner) {
           numTop.push_back(0);
           continue;
         }
-        const float* logits = llama_get_logits_ith(owner->ctx(), i);
+        const float* logits = llama_get_logits_ith(owner->ctx(), i - s0);
         const double lse = logSumExp(logits, nVocab);
         chosenLogprob.push_back(static_cast<float>(logits[tok] - lse));
         const auto top = topK(logits, nVocab, k);
@@ -93,10 +101,25 @@ void DecodeStep::Run(HeadroomLlama* owner) {
       status = 3;
       sampleError = e.what();
     }
-    sampleUs = usSince(ts);
+    sampleUs += usSince(ts);
+    if (status != 0) break;
+    s0 = s1;
   }
   totalUs = usSince(t0);
   ended = std::chrono::steady_clock::now();
+}
+
+// A later segment failed: remove the cells rows [0, end) wrote, one range per run of rows of one
+// sequence at consecutive positions (how the runner lays out an item).
+void DecodeStep::forgetRows(HeadroomLlama* owner, int32_t end) {
+  llama_memory_t mem = llama_get_memory(owner->ctx());
+  int32_t i = 0;
+  while (i < end) {
+    int32_t j = i + 1;
+    while (j < end && seq[j] == seq[i] && pos[j] == pos[j - 1] + 1) j++;
+    llama_memory_seq_rm(mem, seq[i], pos[i], pos[j - 1] + 1);
+    i = j;
+  }
 }
 
 namespace {
@@ -117,6 +140,7 @@ Napi::Object DecodeStep::ToJs(Napi::Env env) const {
   out.Set("topIds", typedArray<Napi::Int32Array>(env, topIds));
   out.Set("topLogprobs", typedArray<Napi::Float32Array>(env, topLogprobs));
   if (!sampleError.empty()) out.Set("message", Napi::String::New(env, sampleError));
+  out.Set("numCalls", Napi::Number::New(env, numCalls));
   out.Set("decodeUs", Napi::Number::New(env, decodeUs));
   out.Set("sampleUs", Napi::Number::New(env, sampleUs));
   out.Set("workerUs", Napi::Number::New(env, totalUs));

@@ -1,4 +1,4 @@
-// One llama_decode plus native sampling, either off the JS thread (DecodeWorker, an N-API
+// One step's llama_decode calls plus native sampling, either off the JS thread (DecodeWorker, an N-API
 // AsyncWorker on a libuv pool thread) or on it (HeadroomLlama::DecodeSync, for steps so short that
 // the two thread hand-offs around them cost a measurable share: docs/per-token.md §10).
 //
@@ -6,6 +6,14 @@
 // log-probability and its top-k alternatives, from a log-softmax of the raw logits (before any
 // sampler changes them) computed here: O(vocab) per row, never a logits row copied into JS.
 // A sampler that throws (a grammar with no way forward) ends the step with status 3 and a message.
+//
+// A step may be cut into segments of consecutive rows, each its own llama_decode, sampled before
+// the next overwrites the logits: llama.cpp's CPU flash attention runs a batch of 64 rows or more
+// through a kernel that walks 64 query rows at a time against every KV tile any of them sees, so a
+// decoding row batched with a prompt chunk makes the chunk's first tile walk the decoder's whole
+// context (bench/native/mixed-cost.ts; docs/per-token.md §19). A segment that fails takes the cells
+// the segments before it wrote back out, so a refused step leaves the KV state as it was, as a
+// single llama_decode does.
 #pragma once
 
 #include <napi.h>
@@ -22,6 +30,9 @@ class HeadroomLlama;
 struct DecodeStep {
   std::vector<int32_t> tokens, pos, seq;
   std::vector<uint8_t> sample;
+  // Where each segment ends (exclusive row index, increasing, the last = the row count); empty:
+  // one segment, one llama_decode.
+  std::vector<int32_t> segmentEnds;
   std::vector<int32_t> sampled;
   // Per sampled row: chosen log-probability (NaN when not asked for) and how many alternatives
   // follow in topIds/topLogprobs (flattened, in row order, most probable first).
@@ -31,7 +42,8 @@ struct DecodeStep {
   std::vector<float> topLogprobs;
   std::string sampleError;
   int32_t status = 0;
-  double decodeUs = 0;  // llama_decode alone
+  int32_t numCalls = 0;  // llama_decode calls made
+  double decodeUs = 0;  // llama_decode alone (all calls)
   double sampleUs = 0;  // sampling all flagged rows
   double totalUs = 0;   // Run() from start to end (batch fill + decode + sampling)
   // From the JS call to Run() starting (0 on the JS thread), and from Run() ending to the result
@@ -43,6 +55,9 @@ struct DecodeStep {
 
   void Run(HeadroomLlama* owner);
   Napi::Object ToJs(Napi::Env env) const;
+
+ private:
+  void forgetRows(HeadroomLlama* owner, int32_t end);
 };
 
 class DecodeWorker : public Napi::AsyncWorker {

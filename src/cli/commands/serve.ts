@@ -50,6 +50,7 @@ interface ServeFlags extends ServerFlags, FlowFlags, AdmissionFlags {
   cacheRetain: 'all' | 'seen';
   overlapDispatch: 'on' | 'off';
   pinThreads: 'on' | 'off';
+  splitSteps: 'on' | 'off';
   cacheHostTokens: string;
   kvWatermark: string;
   maxPreemptions: string;
@@ -103,6 +104,11 @@ export function registerServeCommand(program: Command): void {
       new Option('--pin-threads <on|off>', "llama: bind each of llama.cpp's threads to a CPU of its own while it computes (needs --threads ≤ the CPUs allowed; two pinned servers on one host would share CPUs)")
         .choices(['on', 'off'])
         .default('off'),
+    )
+    .addOption(
+      new Option('--split-steps <on|off>', "llama: compute a step's decoding rows in a llama_decode call apart from its prompt chunks (batched together, llama.cpp's CPU flash attention walks every decoder's context for a chunk's first 64 rows)")
+        .choices(['on', 'off'])
+        .default('on'),
     )
     .addOption(new Option('--overlap-dispatch <on|off>', "hand a step's tokens to the clients while the next step computes (on), or before it starts (off)").choices(['on', 'off']).default('off'))
     .option('--cache-host-tokens <n>', "tokens of finished sequences the prefix cache keeps in host memory and places back when a later prompt begins with one (0: off; about 5 KB a token on the tiny model)", '0')
@@ -164,6 +170,7 @@ async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> 
     threads: int('threads', f.threads),
     inlineStepMs: inlineStepMs(f),
     pinThreads: f.pinThreads === 'on',
+    splitSteps: f.splitSteps === 'on',
     ...(f.ctx === undefined ? {} : { contextTokens: int('ctx', f.ctx) }),
     contextBeyondTrained: f.ctxBeyondTrained,
     maxSequences: int('parallel', f.parallel),

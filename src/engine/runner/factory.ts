@@ -13,6 +13,8 @@ export interface RunnerConfig {
   readonly inlineStepMs?: number;
   /** llama: bind llama.cpp's threads to CPUs (LlamaRunnerOptions.pinThreads); default false. */
   readonly pinThreads?: boolean;
+  /** llama: compute a step's decoding rows apart from its prompt chunks (LlamaRunnerOptions.splitSteps); default true. */
+  readonly splitSteps?: boolean;
   /** KV cells; undefined: the model's trained context (llama, at most 8192) or 8192 (mock). */
   readonly contextTokens?: number;
   /** llama: allow contextTokens above the model's trained context. */
@@ -39,6 +41,7 @@ export async function createRunner(c: RunnerConfig): Promise<Runner> {
     threads: c.threads,
     ...(c.inlineStepMs === undefined ? {} : { inlineStepMs: c.inlineStepMs }),
     ...(c.pinThreads === true ? { pinThreads: true } : {}),
+    ...(c.splitSteps === undefined ? {} : { splitSteps: c.splitSteps }),
     ...(c.contextTokens === undefined ? {} : { contextTokens: c.contextTokens }),
     contextBeyondTrained: c.contextBeyondTrained === true,
     maxSequences: c.maxSequences,

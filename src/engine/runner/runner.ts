@@ -25,6 +25,12 @@ export interface RunnerInfo {
   readonly vocabSize: number;
   /** Largest number of tokens one forward pass may carry. */
   readonly maxBatchTokens: number;
+  /**
+   * A step that mixes single rows (decoding sequences) with prompt chunks is computed as two calls,
+   * the single rows apart (llama: step-layout.ts), so the scheduler aligns the prompt rows alone.
+   * Absent: one call per step.
+   */
+  readonly decodeRowsApart?: boolean;
   /** Free-form facts (model path, threads, cost model) for /stats. */
   readonly details: Readonly<Record<string, unknown>>;
 }

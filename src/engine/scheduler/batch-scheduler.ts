@@ -55,6 +55,11 @@ export interface BatchSchedulerOptions {
   readonly maxRunning: number;
   /** Most prompt tokens in one step, all requests together (≤ maxBatchTokens). */
   readonly prefillChunkTokens: number;
+  /**
+   * The runner computes a step's decoding rows apart from its prompt chunks (RunnerInfo.
+   * decodeRowsApart): align the prompt rows alone to ROW_ALIGN, not decode plus prompt rows.
+   */
+  readonly alignPromptRowsAlone?: boolean;
   readonly priority: 'prefill-first' | 'decode-first';
   /** static: start a batch once this many are waiting ... */
   readonly staticBatchSize: number;
@@ -78,6 +83,8 @@ export interface BatchSchedulerOptions {
  * runs much faster on a multiple of 64 rows than one off it (at position 2,048: 64 rows 41 ms, 63
  * rows 57 ms; 256 rows 100 ms, 257 rows 121 ms; no difference at position 0; results/per-token/
  * row-alignment.txt), so a 256-token chunk beside one decode row cost 20% more than it had to.
+ * Where the runner computes decoding rows in a call of their own (llama, step-layout.ts), the
+ * prompt rows are what must come out whole.
  */
 export const ROW_ALIGN = 64;
 
@@ -214,7 +221,7 @@ export class BatchScheduler implements Scheduler {
         // (fewer, larger llama_decode calls; docs/per-token.md).
         budget.prefillTokens = budget.tokens;
       }
-      budget.prefillTokens = alignedPromptBudget(scheduled.length, budget.prefillTokens);
+      budget.prefillTokens = alignedPromptBudget(this.#opts.alignPromptRowsAlone === true ? 0 : scheduled.length, budget.prefillTokens);
       this.#continueRunning(budget, scheduled, 'prefill');
       this.#startWaiting(budget, scheduled, this.#opts.maxRunning, nowMs);
     }

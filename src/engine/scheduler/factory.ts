@@ -66,6 +66,7 @@ export function createScheduler(config: SchedulerConfig, runner: RunnerInfo): Sc
     maxBatchTokens: runner.maxBatchTokens,
     maxRunning: config.maxRunning ?? runner.maxSequences,
     prefillChunkTokens: Math.min(config.prefillChunkTokens ?? DEFAULT_PREFILL_CHUNK_TOKENS, runner.maxBatchTokens),
+    alignPromptRowsAlone: runner.decodeRowsApart === true,
     priority: config.priority ?? 'decode-first',
     staticBatchSize: config.staticBatchSize ?? Math.min(8, runner.maxSequences),
     staticWaitMs: config.staticWaitMs ?? 50,

@@ -309,3 +309,28 @@ test('cacheMaxFraction trims idle cached prefixes down to the cap; 1 keeps them'
   assert.ok(capped.used <= Math.floor(0.1 * capped.numBlocks), `the capped cache keeps ${capped.used} of ${capped.numBlocks} blocks`);
   assert.ok(capped.cells < keep.cells, 'llama-side cells are released too');
 });
+
+test('beside a decoding request, prompt chunks align decode plus prompt rows to 64, or the prompt rows alone where the runner computes decoding rows apart', async () => {
+  const chunksBeside = async (decodeRowsApart: boolean): Promise<{ chunks: number[]; rows: number[] }> => {
+    const runner = new MockRunner({ cost: { speed: 0 }, contextTokens: 4096, maxSequences: 4, maxBatchTokens: 2048 });
+    const s = createScheduler({ scheduler: 'continuous', maxOutputTokens: 64, prefillChunkTokens: 256 }, { ...runner.info, decodeRowsApart }) as BatchScheduler;
+    const out: Outcome[] = [];
+    const at = (t: number) => ({ runner, now: () => t }) as unknown as Parameters<typeof makeRequest>[0];
+    const word = (k: number, n: number): number[] => [1, ...Array.from({ length: n - 1 }, (_, i) => 259 + ((k * 31 + i * 7) % 150))];
+    s.add(makeRequest(at(0), { prompt: word(1, 40), maxTokens: 60 }, 'X', out));
+    await stepOnce(s, runner, 0); // X's prompt, alone: then it decodes
+    s.add(makeRequest(at(1), { prompt: word(2, 600), maxTokens: 4 }, 'Y', out));
+    const chunks: number[] = [];
+    const rows: number[] = [];
+    for (let t = 1; t < 10; t++) {
+      const step = await stepOnce(s, runner, t);
+      const y = step.scheduled.find((x) => x.request.id === 'Y');
+      if (y === undefined || y.numNewTokens === 1) break;
+      chunks.push(y.numNewTokens);
+      rows.push(step.scheduled.reduce((a, x) => a + x.numNewTokens, 0));
+    }
+    return { chunks, rows };
+  };
+  assert.deepEqual(await chunksBeside(false), { chunks: [255, 255, 90], rows: [256, 256, 91] });
+  assert.deepEqual(await chunksBeside(true), { chunks: [256, 256, 88], rows: [257, 257, 89] });
+});

@@ -9,8 +9,8 @@ import { fileURLToPath } from 'node:url';
 const require = createRequire(import.meta.url);
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..');
 
-/** The addon's interface version (native/src/addon.cpp): 3 added the sampler config object, checkGrammar and log-probabilities; 4 decodeSync and the hand-off times; 5 pauseThreads; 6 warm host memory (prepareHostBytes, hostBytesStats); 7 pinThreads and info().pinnedThreads. */
-export const ADDON_ABI_VERSION = 7;
+/** The addon's interface version (native/src/addon.cpp): 3 added the sampler config object, checkGrammar and log-probabilities; 4 decodeSync and the hand-off times; 5 pauseThreads; 6 warm host memory (prepareHostBytes, hostBytesStats); 7 pinThreads and info().pinnedThreads; 8 decode segments (segmentEnds, numCalls). */
+export const ADDON_ABI_VERSION = 8;
 
 /** Where `npm install` (scripts/build-native.mjs) puts the addon. */
 export const DEFAULT_ADDON_PATH = join(repoRoot, 'native', 'build', 'Release', 'headroom_llama.node');
@@ -83,7 +83,9 @@ export interface AddonDecodeResult {
   readonly topLogprobs: Float32Array;
   /** Why sampling failed (status 3). */
   readonly message?: string;
-  /** Wall time of llama_decode alone. */
+  /** llama_decode calls made (one per segment; fewer when one failed). */
+  readonly numCalls: number;
+  /** Wall time of llama_decode alone (all calls). */
   readonly decodeUs: number;
   /** Wall time of sampling every flagged row. */
   readonly sampleUs: number;
@@ -133,10 +135,14 @@ export interface AddonTokenizeResult {
 
 /** The native object: one model + one context (see native/src/context.h for its invariants). */
 export interface AddonContext {
-  /** Rows are column-wise: row i is (tokens[i], pos[i], seq[i], sample[i] != 0). Runs off the JS thread. */
-  decode(tokens: Int32Array, pos: Int32Array, seq: Int32Array, sample: Uint8Array): Promise<AddonDecodeResult>;
+  /**
+   * Rows are column-wise: row i is (tokens[i], pos[i], seq[i], sample[i] != 0). Runs off the JS
+   * thread. With segmentEnds (increasing, the last = the row count) each segment of rows is a
+   * llama_decode of its own, sampled before the next; a failed one removes what the earlier wrote.
+   */
+  decode(tokens: Int32Array, pos: Int32Array, seq: Int32Array, sample: Uint8Array, segmentEnds?: Int32Array): Promise<AddonDecodeResult>;
   /** The same step on the JS thread, which it blocks until done: no thread hand-off either way. */
-  decodeSync(tokens: Int32Array, pos: Int32Array, seq: Int32Array, sample: Uint8Array): AddonDecodeResult;
+  decodeSync(tokens: Int32Array, pos: Int32Array, seq: Int32Array, sample: Uint8Array, segmentEnds?: Int32Array): AddonDecodeResult;
   /**
    * A fresh sampler chain for `seq` (order in native/src/context.cpp SetSampler); false when the
    * grammar does not parse or does not accept the history (the sequence then samples greedily).

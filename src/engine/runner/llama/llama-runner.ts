@@ -3,7 +3,8 @@
 // Invariants:
 // - One step at a time: execute() refuses to overlap (the engine awaits each step; overlap is a bug).
 // - KV ops run before the forward pass, in plan order; each plan item's tokens become consecutive
-//   batch rows, and only an item's last row may ask for a sample.
+//   batch rows, and only an item's last row may ask for a sample. Rows are laid out by
+//   step-layout.ts (single rows first when a step is cut in two); results map back to plan order.
 // - A batch llama.cpp refuses (no KV slot) resolves as { ok: false, reason: 'no_kv_slot' } and
 //   leaves the KV state as it was (llama_decode restores it); it never throws.
 // - Threads are always explicit (default 2): llama.cpp's own default oversubscribes small machines.
@@ -15,6 +16,7 @@ import type { RunnerPlan, StepItem, StepResult, TokenLogprob } from '../../plan.
 import { loadLlamaAddon, llamaBinsDir } from './addon.ts';
 import type { AddonContext, AddonContextOptions, AddonDecodeResult, AddonHostBytesStats, AddonSamplerConfig, LlamaAddon } from './addon.ts';
 import { LlamaTokenizer } from './llama-tokenizer.ts';
+import { stepLayout } from './step-layout.ts';
 import { bug } from '../../../util/bug.ts';
 
 export interface LlamaRunnerOptions {
@@ -53,6 +55,13 @@ export interface LlamaRunnerOptions {
    * sequences always run off the JS thread.
    */
   readonly inlineStepMs?: number;
+  /**
+   * Run a step that mixes decoding rows with a prompt chunk (64 rows or more in all) as two
+   * llama_decode calls, the single rows and then the chunks (default true): batched together, each
+   * decoder's context is walked by the chunk's first 64 rows in llama.cpp's CPU flash attention
+   * (step-layout.ts). False: every step is one call.
+   */
+  readonly splitSteps?: boolean;
   /** Addon path (default native/build/Release/headroom_llama.node); tests point it elsewhere. */
   readonly addonPath?: string;
   /** Pass all llama.cpp logs through (default: warnings and errors only, or all with HEADROOM_LLAMA_LOG=1 in the environment). */
@@ -129,10 +138,10 @@ function samplerConfig(item: StepItem): AddonSamplerConfig {
 }
 
 /** The addon's flattened per-row log-probabilities as one entry per plan item (null: no sample or not asked). */
-function unpackLogprobs(plan: RunnerPlan, res: AddonDecodeResult): (TokenLogprob | null)[] {
+function unpackLogprobs(items: readonly StepItem[], res: AddonDecodeResult): (TokenLogprob | null)[] {
   let row = 0;
   let at = 0;
-  return plan.items.map((item) => {
+  return items.map((item) => {
     if (!item.sample) return null;
     const chosen = res.chosenLogprob[row]!;
     const numTop = res.numTop[row]!;
@@ -156,6 +165,9 @@ export class LlamaRunner implements Runner {
   /** Bytes of the largest sequence saved to host memory so far (0: the host tier is unused). */
   #largestSave = 0;
   readonly #inlineStepMs: number;
+  readonly #splitSteps: boolean;
+  /** Steps run as two llama_decode calls (step-layout.ts). */
+  #numSplitSteps = 0;
   /** Per row count (index), a running average of the worker body's ms, or -1 before one ran. */
   readonly #stepMsByRows: Float64Array;
 
@@ -168,6 +180,7 @@ export class LlamaRunner implements Runner {
     const inlineStepMs = opts.inlineStepMs ?? 0;
     if (!(Number.isFinite(inlineStepMs) && inlineStepMs >= 0)) throw new Error(`inlineStepMs: expected a number ≥ 0, got ${inlineStepMs}`);
     this.#inlineStepMs = inlineStepMs;
+    this.#splitSteps = opts.splitSteps ?? true;
     this.#stepMsByRows = new Float64Array(maxSequences + 1).fill(-1);
     const addon = loadLlamaAddon(opts.addonPath);
     this.#ctx = openContext(addon, {
@@ -195,6 +208,7 @@ export class LlamaRunner implements Runner {
       maxSequences: ci.nSeqMax,
       vocabSize: ci.nVocab,
       maxBatchTokens: ci.nBatch,
+      decodeRowsApart: this.#splitSteps,
       details: {
         fastTokenizer: ci.fastTokenizer,
         modelPath: opts.modelPath,
@@ -207,6 +221,7 @@ export class LlamaRunner implements Runner {
         threadPool: ci.threadPool,
         threadPoll: ci.threadPoll,
         pinnedThreads: ci.pinnedThreads,
+        splitSteps: this.#splitSteps,
         chatTemplate: this.tokenizer.chatTemplateSource,
       },
     };
@@ -248,12 +263,14 @@ export class LlamaRunner implements Runner {
     if (numRows > this.info.maxBatchTokens) {
       bug(`plan carries ${numRows} tokens, more than maxBatchTokens ${this.info.maxBatchTokens}`);
     }
+    const layout = stepLayout(plan.items.map((item) => item.tokens.length), this.#splitSteps);
+    const items = layout.order.map((i) => plan.items[i]!);
     const tokens = new Int32Array(numRows);
     const pos = new Int32Array(numRows);
     const seq = new Int32Array(numRows);
     const sample = new Uint8Array(numRows);
     let row = 0;
-    for (const item of plan.items) {
+    for (const item of items) {
       if (item.tokens.length === 0) {
         if (item.sample) bug(`item ${item.requestId} asks for a sample with no tokens`);
         continue;
@@ -268,12 +285,14 @@ export class LlamaRunner implements Runner {
       }
       if (item.sample) sample[row - 1] = 1;
     }
+    const ends = layout.segmentEnds ?? undefined;
+    if (ends !== undefined) this.#numSplitSteps++;
     const inline = this.#runsInline(numRows);
     let res: AddonDecodeResult;
     if (inline) {
-      res = this.#ctx.decodeSync(tokens, pos, seq, sample);
+      res = this.#ctx.decodeSync(tokens, pos, seq, sample, ends);
     } else {
-      this.#inflight = this.#ctx.decode(tokens, pos, seq, sample);
+      this.#inflight = this.#ctx.decode(tokens, pos, seq, sample, ends);
       try {
         res = await this.#inflight;
       } finally {
@@ -304,9 +323,16 @@ export class LlamaRunner implements Runner {
     if (res.status !== 0) {
       return { ok: false, reason: 'backend_error', message: `llama_decode returned ${res.status}` };
     }
+    // Results come in row order (layout.order); the step's result is in plan order.
+    const sampled: (number | null)[] = plan.items.map(() => null);
     let k = 0;
-    const sampled = plan.items.map((item) => (item.sample ? res.sampled[k++]! : null));
-    const logprobs = res.topIds.length > 0 || res.chosenLogprob.some((v) => !Number.isNaN(v)) ? unpackLogprobs(plan, res) : null;
+    for (const i of layout.order) if (plan.items[i]!.sample) sampled[i] = res.sampled[k++]!;
+    let logprobs: (TokenLogprob | null)[] | null = null;
+    if (res.topIds.length > 0 || res.chosenLogprob.some((v) => !Number.isNaN(v))) {
+      const inRowOrder = unpackLogprobs(items, res);
+      logprobs = plan.items.map(() => null);
+      layout.order.forEach((i, j) => (logprobs![i] = inRowOrder[j]!));
+    }
     return { ok: true, sampled, ...(logprobs === null ? {} : { logprobs }), computeMs: res.decodeUs / 1000 };
   }
 
@@ -331,6 +357,11 @@ export class LlamaRunner implements Runner {
   /** How many times idle() paused the thread pool (for tests and /stats). */
   get numPauses(): number {
     return this.#numPauses;
+  }
+
+  /** How many steps ran as two llama_decode calls (step-layout.ts; for tests and benchmarks). */
+  get numSplitSteps(): number {
+    return this.#numSplitSteps;
   }
 
   /** A step of `numRows` rows runs on the JS thread when such steps have lately taken at most inlineStepMs. */
