@@ -81,7 +81,7 @@ test('a segment refused for want of cells takes out what the segments before it 
     const rows = (seq: number, from: number, n: number): { tokens: number[]; pos: number[]; seq: number[] } => ({
       tokens: [...toks.slice(from, from + n)],
       pos: Array.from({ length: n }, (_, i) => from + i),
-      seq: Array(n).fill(seq),
+      seq: Array.from({ length: n }, () => seq),
     });
     const decode = (parts: ReturnType<typeof rows>[], ends?: number[]): ReturnType<typeof ctx.decodeSync> => {
       const t = parts.flatMap((p) => p.tokens);
