@@ -15,7 +15,7 @@ import { readRecords } from '../../src/harness/store.ts';
 import type { RequestRecord } from '../../src/harness/record.ts';
 
 const root = process.argv[2] ?? 'results/per-token/peer-long';
-const KNOWN = ['headroom', 'headroom-host', 'headroom-host-lean', 'headroom-host-keep', 'headroom-host-pin', 'headroom-admit', 'headroom-admit-keep', 'headroom-overlap', 'headroom-lean', 'headroom-chunk', 'headroom-inline', 'headroom-pool', 'headroom-budget', 'llama-server'];
+const KNOWN = ['headroom', 'headroom-host', 'headroom-host-lean', 'headroom-host-keep', 'headroom-host-pin', 'headroom-host-onecall', 'headroom-admit', 'headroom-admit-keep', 'headroom-overlap', 'headroom-lean', 'headroom-chunk', 'headroom-inline', 'headroom-pool', 'headroom-budget', 'llama-server'];
 type Metric = 'median_ttft_ms' | 'median_itl_ms' | 'median_e2el_ms' | 'p99_e2el_ms' | 'request_goodput' | 'request_throughput';
 const metrics: { key: Metric; label: string; digits: number }[] = [
   { key: 'median_ttft_ms', label: 'TTFT p50 ms', digits: 0 },

@@ -10,7 +10,8 @@
 #
 # CONFIGS (default "headroom llama-server"); also known: headroom-host, Headroom with the prefix
 # cache's host tier (--cache-host-tokens $HOST_TOKENS, default 65536); headroom-host-pin, the same with
-# --pin-threads on; headroom-host-lean, headroom-host with --cache-max-fraction 0 (the pool keeps
+# --pin-threads on; headroom-host-onecall, the same with --split-steps off (every step one llama_decode
+# call, decoding rows batched with prompt chunks: the default before per-token §19); headroom-host-lean, headroom-host with --cache-max-fraction 0 (the pool keeps
 # nothing idle: an idle prefix waits in host memory only, as llama-server's idle slots do in its
 # --cache-ram; the default with the host tier since per-token §15); headroom-host-keep, headroom-host
 # with --cache-max-fraction 1 (idle prefixes stay in the pool: the default before §15);
@@ -62,6 +63,7 @@ for seed in "${seeds[@]}"; do
         headroom) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained ;;
         headroom-host) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained --cache-host-tokens "$HOST_TOKENS" ;;
         headroom-host-pin) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained --cache-host-tokens "$HOST_TOKENS" --pin-threads on ;;
+        headroom-host-onecall) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained --cache-host-tokens "$HOST_TOKENS" --split-steps off ;;
         headroom-host-keep) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained --cache-host-tokens "$HOST_TOKENS" --cache-max-fraction 1 ;;
         headroom-host-lean) run_peer $port "$dir" "$rate" headroom --ctx-beyond-trained --cache-host-tokens "$HOST_TOKENS" --cache-max-fraction 0 ;;
         headroom-admit) run_peer $port "$dir" "$rate" headroom "${admit[@]}" ;;
