@@ -9,6 +9,7 @@
 #   tpot     the defaults, stream A sending x-slo-tpot-ms $TPOT_MS (default 10): the step budget holds the
 #            steps that carry A within it (B sends a 120 s x-slo-ms)
 #   tpot-pin the same with --pin-threads on
+#   tpot-pin-onecall the same with --split-steps off (each step one llama_decode call, per-token §19)
 #   llama-server  LLAMA_SERVER with -c 8192 -np 16 --kv-unified (Headroom's default pool), behind
 #            bench/peer/chat-proxy.ts as in bench/peer/
 #   before   BEFORE_BIN (bin/headroom.mjs of another checkout, built there: the "before") with its defaults
@@ -35,6 +36,7 @@ for (( r = 0; r < ROUNDS; r++ )); do
       tight) flags=(--step-target-ms "${TIGHT_MS:-6}" --step-min-chunk "${MIN_CHUNK:-1}" --batch-tokens 2048) ;;
       tpot) flags=() ;;
       tpot-pin) flags=(--pin-threads on) ;;
+      tpot-pin-onecall) flags=(--pin-threads on --split-steps off) ;;
       before) flags=(); bin=${BEFORE_BIN:?set BEFORE_BIN for the before configuration} ;;
       llama-server) bin= ;;
       *) echo "unknown configuration $cfg" >&2; exit 2 ;;
