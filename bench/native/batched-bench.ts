@@ -18,16 +18,13 @@ import { writeFileSync } from 'node:fs';
 import { LlamaRunner } from '../../src/engine/runner/llama/llama-runner.ts';
 import { asSeqId } from '../../src/engine/plan.ts';
 import type { RunnerPlan, StepItem } from '../../src/engine/plan.ts';
-import { benchItem, step, tokenSource } from './lib.ts';
+import { benchArgs, benchItem, step, tokenSource } from './lib.ts';
 import { ensureDefaultModel } from '../../src/model/default-model.ts';
 
 const args = process.argv.slice(2);
-const opt = (name: string, dflt: string): string => {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1]! : dflt;
-};
+const { opt, modelPath: given } = benchArgs(args);
 const num = (name: string, dflt: number): number => Number(opt(name, String(dflt)));
-const modelPath = args[0] !== undefined && !args[0].startsWith('--') ? args[0] : await ensureDefaultModel();
+const modelPath = given ?? (await ensureDefaultModel());
 const threads = num('--threads', 2);
 const npp = num('--npp', 512);
 const ntg = num('--ntg', 128);

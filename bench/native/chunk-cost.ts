@@ -12,20 +12,14 @@
 //   node --import tsx bench/native/chunk-cost.ts [model.gguf] [--threads 2] [--reps 5]
 //        [--positions 0,1024,2048,4096,6144] [--chunks 16,64,256,512] [--fill 6144] [--json out.json]
 import { writeFileSync } from 'node:fs';
-import { LlamaRunner } from '../../src/engine/runner/llama/llama-runner.ts';
 import { asSeqId } from '../../src/engine/plan.ts';
 import type { RunnerPlan, StepItem } from '../../src/engine/plan.ts';
-import { benchItem, step, tokenSource } from './lib.ts';
+import { benchArgs, benchItem, chunkBenchRunner, prefiller, step, tokenSource } from './lib.ts';
 import { ensureDefaultModel } from '../../src/model/default-model.ts';
 import { spread } from '../../src/engine/runner/llama/calibrate.ts';
 
-const args = process.argv.slice(2);
-const opt = (name: string, dflt: string): string => {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1]! : dflt;
-};
-const list = (name: string, dflt: string): number[] => opt(name, dflt).split(',').map(Number);
-const modelPath = args[0] !== undefined && !args[0].startsWith('--') ? args[0] : await ensureDefaultModel();
+const { opt, list, modelPath: given } = benchArgs(process.argv.slice(2));
+const modelPath = given ?? (await ensureDefaultModel());
 const threads = Number(opt('--threads', '2'));
 const reps = Number(opt('--reps', '5'));
 const positions = list('--positions', '0,1024,2048,4096,6144');
@@ -34,23 +28,11 @@ const fill = Number(opt('--fill', '6144'));
 const jsonOut = opt('--json', '');
 
 const maxChunk = Math.max(...chunks);
-const runner = new LlamaRunner({
-  modelPath,
-  threads,
-  maxSequences: 4,
-  maxBatchTokens: Math.max(512, maxChunk + 1),
-  microBatchTokens: Math.max(512, maxChunk + 1),
-  contextTokens: 16384,
-  contextBeyondTrained: true,
-});
+const runner = chunkBenchRunner(modelPath, threads, maxChunk);
 const rand = tokenSource(runner.info.vocabSize, 99);
 const exec = async (p: RunnerPlan): Promise<number> => (await step(runner, p)).executeMs;
 const rm = (seq: number): RunnerPlan['kvOps'][number] => ({ kind: 'remove', seqId: asSeqId(seq), p0: 0, p1: -1 });
-/** Put `n` tokens into `seq` from position 0, in calls of at most 512. */
-const prefill = async (seq: number, n: number): Promise<void> => {
-  const toks = rand(n);
-  for (let at = 0; at < n; at += 512) await exec({ kvOps: [], items: [benchItem(seq, toks.slice(at, at + 512), at, at + 512 >= n)] });
-};
+const prefill = prefiller(exec, rand);
 
 interface Cell {
   layout: 'own' | 'far';

@@ -16,20 +16,14 @@
 //   node --import tsx bench/native/mixed-cost.ts [model.gguf] [--threads 2] [--reps 5]
 //        [--positions 0,1024,2048] [--chunks 64,256] [--contexts 128,2048,4096] [--json out.json]
 import { writeFileSync } from 'node:fs';
-import { LlamaRunner } from '../../src/engine/runner/llama/llama-runner.ts';
 import { asSeqId } from '../../src/engine/plan.ts';
 import type { RunnerPlan, StepItem } from '../../src/engine/plan.ts';
-import { benchItem, step, tokenSource } from './lib.ts';
+import { benchArgs, benchItem, chunkBenchRunner, prefiller, step, tokenSource } from './lib.ts';
 import { ensureDefaultModel } from '../../src/model/default-model.ts';
 import { spread } from '../../src/engine/runner/llama/calibrate.ts';
 
-const args = process.argv.slice(2);
-const opt = (name: string, dflt: string): string => {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1]! : dflt;
-};
-const list = (name: string, dflt: string): number[] => opt(name, dflt).split(',').map(Number);
-const modelPath = args[0] !== undefined && !args[0].startsWith('--') ? args[0] : await ensureDefaultModel();
+const { opt, list, modelPath: given } = benchArgs(process.argv.slice(2));
+const modelPath = given ?? (await ensureDefaultModel());
 const threads = Number(opt('--threads', '2'));
 const reps = Number(opt('--reps', '5'));
 const positions = list('--positions', '0,1024,2048');
@@ -40,26 +34,13 @@ const LAYOUTS = ['first', 'last', 'split', 'alone'] as const;
 type Layout = (typeof LAYOUTS)[number];
 
 const maxChunk = Math.max(...chunks);
-const runner = new LlamaRunner({
-  modelPath,
-  threads,
-  maxSequences: 4,
-  maxBatchTokens: Math.max(512, maxChunk + 1),
-  microBatchTokens: Math.max(512, maxChunk + 1),
-  contextTokens: 16384,
-  contextBeyondTrained: true,
-  // Every layout below is laid out by hand: the runner must not cut a step itself.
-  splitSteps: false,
-});
+// Every layout below is laid out by hand: the runner must not cut a step itself.
+const runner = chunkBenchRunner(modelPath, threads, maxChunk, { splitSteps: false });
 const rand = tokenSource(runner.info.vocabSize, 99);
 /** A step's execute time (a plan of KV ops alone computes nothing: 0). */
 const exec = async (p: RunnerPlan): Promise<number> => (p.items.length === 0 ? (await runner.execute(p), 0) : (await step(runner, p)).executeMs);
 const rm = (seq: number, p0 = 0): RunnerPlan['kvOps'][number] => ({ kind: 'remove', seqId: asSeqId(seq), p0, p1: -1 });
-/** Put `n` tokens into `seq` from position 0, in calls of at most 512. */
-const prefill = async (seq: number, n: number): Promise<void> => {
-  const toks = rand(n);
-  for (let at = 0; at < n; at += 512) await exec({ kvOps: [], items: [benchItem(seq, toks.slice(at, at + 512), at, at + 512 >= n)] });
-};
+const prefill = prefiller(exec, rand);
 
 interface Cell {
   layout: Layout;
