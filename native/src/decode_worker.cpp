@@ -50,10 +50,10 @@ void DecodeStep::Run(HeadroomLlama* owner) {
   llama_batch& b = owner->batch();
   const int32_t n = static_cast<int32_t>(tokens.size());
   const int32_t nVocab = llama_vocab_n_tokens(owner->vocab());
-  std::vector<int32_t> ends = segmentEnds;
-  if (ends.empty()) ends.push_back(n);
+  const size_t numSegments = segmentEnds.empty() ? 1 : segmentEnds.size();
   int32_t s0 = 0;
-  for (const int32_t s1 : ends) {
+  for (size_t seg = 0; seg < numSegments; seg++) {
+    const int32_t s1 = segmentEnds.empty() ? n : segmentEnds[seg];
     for (int32_t i = s0; i < s1; i++) {
       b.token[i - s0] = tokens[i];
       b.pos[i - s0] = pos[i];

@@ -16,7 +16,7 @@ import type { RunnerPlan, StepItem, StepResult, TokenLogprob } from '../../plan.
 import { loadLlamaAddon, llamaBinsDir } from './addon.ts';
 import type { AddonContext, AddonContextOptions, AddonDecodeResult, AddonHostBytesStats, AddonSamplerConfig, LlamaAddon } from './addon.ts';
 import { LlamaTokenizer } from './llama-tokenizer.ts';
-import { stepLayout } from './step-layout.ts';
+import { splitLayout } from './step-layout.ts';
 import { bug } from '../../../util/bug.ts';
 
 export interface LlamaRunnerOptions {
@@ -263,8 +263,8 @@ export class LlamaRunner implements Runner {
     if (numRows > this.info.maxBatchTokens) {
       bug(`plan carries ${numRows} tokens, more than maxBatchTokens ${this.info.maxBatchTokens}`);
     }
-    const layout = stepLayout(plan.items.map((item) => item.tokens.length), this.#splitSteps);
-    const items = layout.order.map((i) => plan.items[i]!);
+    const layout = this.#splitSteps ? splitLayout(plan.items.map((item) => item.tokens.length)) : null;
+    const items = layout === null ? plan.items : layout.order.map((i) => plan.items[i]!);
     const tokens = new Int32Array(numRows);
     const pos = new Int32Array(numRows);
     const seq = new Int32Array(numRows);
@@ -285,8 +285,8 @@ export class LlamaRunner implements Runner {
       }
       if (item.sample) sample[row - 1] = 1;
     }
-    const ends = layout.segmentEnds ?? undefined;
-    if (ends !== undefined) this.#numSplitSteps++;
+    const ends = layout?.segmentEnds;
+    if (layout !== null) this.#numSplitSteps++;
     const inline = this.#runsInline(numRows);
     let res: AddonDecodeResult;
     if (inline) {
@@ -323,16 +323,19 @@ export class LlamaRunner implements Runner {
     if (res.status !== 0) {
       return { ok: false, reason: 'backend_error', message: `llama_decode returned ${res.status}` };
     }
-    // Results come in row order (layout.order); the step's result is in plan order.
-    const sampled: (number | null)[] = plan.items.map(() => null);
+    // Results come in row order (`items`); the step's result is in plan order.
     let k = 0;
-    for (const i of layout.order) if (plan.items[i]!.sample) sampled[i] = res.sampled[k++]!;
-    let logprobs: (TokenLogprob | null)[] | null = null;
-    if (res.topIds.length > 0 || res.chosenLogprob.some((v) => !Number.isNaN(v))) {
-      const inRowOrder = unpackLogprobs(items, res);
-      logprobs = plan.items.map(() => null);
-      layout.order.forEach((i, j) => (logprobs![i] = inRowOrder[j]!));
-    }
+    const inRowOrder = items.map((item) => (item.sample ? res.sampled[k++]! : null));
+    const withLogprobs = res.topIds.length > 0 || res.chosenLogprob.some((v) => !Number.isNaN(v));
+    const logprobsInRowOrder = withLogprobs ? unpackLogprobs(items, res) : null;
+    const toPlanOrder = <T>(rows: T[]): T[] => {
+      if (layout === null) return rows;
+      const out = new Array<T>(rows.length);
+      layout.order.forEach((i, j) => (out[i] = rows[j]!));
+      return out;
+    };
+    const sampled = toPlanOrder(inRowOrder);
+    const logprobs = logprobsInRowOrder === null ? null : toPlanOrder(logprobsInRowOrder);
     return { ok: true, sampled, ...(logprobs === null ? {} : { logprobs }), computeMs: res.decodeUs / 1000 };
   }
 

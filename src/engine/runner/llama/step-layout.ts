@@ -21,12 +21,15 @@ export const FA_TILE_ROWS = 64;
 export interface StepLayout {
   /** Indices into the plan's items in the order their rows are laid out. */
   readonly order: readonly number[];
-  /** Row index where each llama_decode call ends (the last is the row count), or null: one call. */
-  readonly segmentEnds: Int32Array | null;
+  /** Row index where each llama_decode call ends (the last is the row count). */
+  readonly segmentEnds: Int32Array;
 }
 
-/** The rows' order and segments for items of these lengths (0-length items carry no rows and come last). */
-export function stepLayout(lengths: readonly number[], split: boolean): StepLayout {
+/**
+ * The split layout for items of these lengths, or null: one call, rows in plan order (a step
+ * under 64 rows, or without both single rows and chunks). Allocates only for a step it cuts.
+ */
+export function splitLayout(lengths: readonly number[]): StepLayout | null {
   let numSingle = 0;
   let numRows = 0;
   let numMulti = 0;
@@ -35,9 +38,9 @@ export function stepLayout(lengths: readonly number[], split: boolean): StepLayo
     if (n === 1) numSingle++;
     else if (n > 1) numMulti++;
   }
-  const identity = lengths.map((_, i) => i);
-  if (!split || numSingle === 0 || numMulti === 0 || numRows < FA_TILE_ROWS) return { order: identity, segmentEnds: null };
-  const singles = identity.filter((i) => lengths[i] === 1);
-  const rest = identity.filter((i) => lengths[i] !== 1);
-  return { order: [...singles, ...rest], segmentEnds: Int32Array.of(numSingle, numRows) };
+  if (numSingle === 0 || numMulti === 0 || numRows < FA_TILE_ROWS) return null;
+  const order: number[] = [];
+  lengths.forEach((n, i) => n === 1 && order.push(i));
+  lengths.forEach((n, i) => n !== 1 && order.push(i));
+  return { order, segmentEnds: Int32Array.of(numSingle, numRows) };
 }
