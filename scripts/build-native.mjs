@@ -7,7 +7,8 @@
 //    HEADROOM_LLAMA_BUILD=auto|source|prebuilt), or uses the prebuilt libllama/libggml of
 //    @node-llama-cpp/linux-x64 when it cannot;
 // 3. runs node-gyp against Node's installed headers (--nodedir=/usr, or the prefix of the running
-//    node), linking the libraries of step 2.
+//    node): llama.cpp's chat code (common/chat.cpp, its Jinja engine and parsers) as a static
+//    library, and the addon, linked to it and to the libraries of step 2.
 // Set HEADROOM_SKIP_NATIVE=1 to skip (the mock runner still works; the llama runner then fails
 // with a message saying the addon is not built).
 //
@@ -69,7 +70,7 @@ if (existsSync(join(vendorDir, '.git'))) {
     haveCommit = '';
   }
 }
-const haveHeaders = existsSync(join(vendorDir, 'include', 'llama.h'));
+const haveHeaders = existsSync(join(vendorDir, 'include', 'llama.h')) && existsSync(join(vendorDir, 'common', 'chat.cpp'));
 const haveSource = existsSync(join(vendorDir, 'CMakeLists.txt')) && existsSync(join(vendorDir, 'src', 'llama.cpp'));
 const mode = process.env.HEADROOM_LLAMA_BUILD ?? 'auto';
 if (!['auto', 'source', 'prebuilt'].includes(mode)) throw new Error(`HEADROOM_LLAMA_BUILD: expected auto, source or prebuilt, got ${mode}`);
@@ -90,9 +91,9 @@ if (bundle !== null && (haveCommit !== wantCommit || !haveHeaders || (wantSource
   rmSync(vendorDir, { recursive: true, force: true });
   mkdirSync(dirname(vendorDir), { recursive: true });
   run('git', ['-c', 'advice.detachedHead=false', 'clone', '--quiet', '--no-checkout', bundle, vendorDir]);
-  // The prebuilt libraries need only the headers (include/, ggml/include/: seconds, a few MB);
-  // a source build needs the tree.
-  const paths = wantSource ? ['.'] : ['include', 'ggml/include'];
+  // The prebuilt libraries need only the headers (include/, ggml/include/) and the chat code the
+  // addon compiles itself (common/, vendor/): seconds, a few MB; a source build needs the tree.
+  const paths = wantSource ? ['.'] : ['include', 'ggml/include', 'common', 'vendor'];
   run('git', ['-C', vendorDir, '-c', 'advice.detachedHead=false', 'checkout', '--quiet', wantCommit, '--', ...paths]);
   run('git', ['-C', vendorDir, 'update-ref', '--no-deref', 'HEAD', wantCommit]);
 }
@@ -130,7 +131,7 @@ log(`node-gyp rebuild ${nodedirArgs.join(' ')} -j2`);
 execFileSync(process.execPath, [gyp, 'rebuild', ...nodedirArgs, '-j2'], {
   cwd: nativeDir,
   stdio: 'inherit',
-  env: { ...process.env, HEADROOM_LLAMA_BINS: binsDir, HEADROOM_LLAMA_LIBS: libs },
+  env: { ...process.env, HEADROOM_LLAMA_BINS: binsDir, HEADROOM_LLAMA_LIBS: libs, HEADROOM_LLAMA_COMMIT: wantCommit ?? 'unknown' },
 });
 writeFileSync(stampPath, `${JSON.stringify(stamp, null, 2)}\n`);
 log(`built native/build/Release/headroom_llama.node, linked to ${sourceDir === null ? 'the prebuilt' : 'the source-built'} llama.cpp in ${binsDir}`);

@@ -10,6 +10,7 @@
 #include "decode_worker.h"
 #include "host_bytes.h"
 #include "tokenize_worker.h"
+#include "log.h"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 
@@ -77,7 +78,8 @@ Napi::Function HeadroomLlama::Init(Napi::Env env) {
                          InstanceMethod<&HeadroomLlama::TokenPiece>("tokenPiece"),
                          InstanceMethod<&HeadroomLlama::IsEog>("isEog"),
                          InstanceMethod<&HeadroomLlama::ChatTemplate>("chatTemplate"),
-                         InstanceMethod<&HeadroomLlama::ApplyChatTemplate>("applyChatTemplate"),
+                         InstanceMethod<&HeadroomLlama::ChatInit>("chatInit"),
+                         InstanceMethod<&HeadroomLlama::ChatRender>("chatRender"),
                          InstanceMethod<&HeadroomLlama::Info>("info"),
                          InstanceMethod<&HeadroomLlama::Close>("close"),
                      });
@@ -204,6 +206,7 @@ void HeadroomLlama::freeAll() {
   if (model_ != nullptr) llama_model_free(model_);
   model_ = nullptr;
   vocab_ = nullptr;
+  chat_.reset();
   tokenizer_.reset();
 }
 
@@ -391,13 +394,26 @@ Napi::Value HeadroomLlama::SetSampler(const Napi::CallbackInfo& info) {
   if (biasValues.size() != biasIds.size()) throw Napi::RangeError::New(env, "setSampler: logitBiasIds and logitBiasValues differ in length");
   const Napi::Value gv = o.Get("grammar");
   const std::string grammar = gv.IsString() ? gv.As<Napi::String>().Utf8Value() : "";
+  // A lazy grammar (tool calls with tool_choice auto) constrains nothing until a trigger: a token
+  // in triggerTokens or text matching one of triggerPatterns (from its start). grammarPrefill: tokens
+  // the grammar accepts before the output (the chat format's generation prompt).
+  const bool lazy = o.Get("grammarLazy").ToBoolean().Value();
+  std::vector<std::string> triggerPatterns;
+  const Napi::Value tpv = o.Get("triggerPatterns");
+  if (tpv.IsArray()) {
+    const Napi::Array a = tpv.As<Napi::Array>();
+    for (uint32_t i = 0; i < a.Length(); i++) triggerPatterns.push_back(a.Get(i).As<Napi::String>().Utf8Value());
+  }
+  const std::vector<int32_t> triggerTokens = int32sOpt(o, "triggerTokens");
+  const std::vector<int32_t> prefill = int32sOpt(o, "grammarPrefill");
   if (logprobs < -1 || logprobs > 20) throw Napi::RangeError::New(env, "setSampler: logprobs must be in -1..20");
 
   const int32_t nVocab = llama_vocab_n_tokens(vocab_);
   for (int32_t t : biasIds)
     if (t < 0 || t >= nVocab) throw Napi::RangeError::New(env, "setSampler: logit bias token " + std::to_string(t) + " out of range");
-  for (int32_t t : history)
-    if (t < 0 || t >= nVocab) throw Napi::RangeError::New(env, "setSampler: history token " + std::to_string(t) + " out of range");
+  for (const std::vector<int32_t>* v : {&history, &triggerTokens, &prefill})
+    for (int32_t t : *v)
+      if (t < 0 || t >= nVocab) throw Napi::RangeError::New(env, "setSampler: token " + std::to_string(t) + " out of range");
 
   llama_sampler*& s = samplers_[static_cast<size_t>(seq)];
   if (s != nullptr) llama_sampler_free(s);
@@ -425,7 +441,16 @@ Napi::Value HeadroomLlama::SetSampler(const Napi::CallbackInfo& info) {
     else llama_sampler_chain_add(s, p);
   }
   if (ok && !grammar.empty()) {
-    llama_sampler* g = llama_sampler_init_grammar(vocab_, grammar.c_str(), "root");
+    llama_sampler* g = nullptr;
+    if (lazy) {
+      std::vector<const char*> patterns;
+      for (const std::string& p : triggerPatterns) patterns.push_back(p.c_str());
+      g = llama_sampler_init_grammar_lazy_patterns(vocab_, grammar.c_str(), "root", patterns.data(), patterns.size(),
+                                                   reinterpret_cast<const llama_token*>(triggerTokens.data()), triggerTokens.size());
+    } else {
+      g = llama_sampler_init_grammar(vocab_, grammar.c_str(), "root");
+    }
+    if (g != nullptr && !prefill.empty()) g = withHistory(g, prefill.data(), prefill.size());
     if (g != nullptr) g = withHistory(g, output, numOutput);
     if (g == nullptr) ok = false;
     else llama_sampler_chain_add(s, g);
@@ -620,31 +645,62 @@ Napi::Value HeadroomLlama::TokenizeAsync(const Napi::CallbackInfo& info) {
   return p;
 }
 
-// chatTokenizeAsync(messages: {role, content: string | Buffer}[], template, addSpecial) ->
-// Promise<{status, tokens, workerUs}>: the template applied to the exact bytes of every message
-// (NUL included, see tokenize_worker.h), then tokenized, off the JS thread.
+// chatInit(overrideSrc: string) -> JSON string (ChatTemplates::infoJson): loads the chat template
+// (the GGUF's, the override's, or ChatML when there is neither) into llama.cpp's chat code. Throws
+// with the template engine's message when it does not parse. Call before any chat request.
+Napi::Value HeadroomLlama::ChatInit(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (model_ == nullptr) throw Napi::Error::New(env, "chatInit: the context is closed");
+  if (numTokenizing_ > 0) throw Napi::Error::New(env, "chatInit: a tokenization is in flight");
+  const std::string src = info.Length() > 0 && info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "";
+  // llama.cpp's common log would print the chat code's warnings to stderr; Headroom reports
+  // failures itself (a parse failure comes back to JS as an error).
+  common_log_set_verbosity_thold(-1);
+  try {
+    chat_ = std::make_unique<ChatTemplates>(model_, tokenizer_.get(), src);
+  } catch (const std::exception& e) {
+    throw Napi::Error::New(env, std::string("the chat template does not parse: ") + e.what());
+  }
+  return Napi::String::New(env, chat_->infoJson());
+}
+
+// chatRender(requestJson, literalControlText) -> {prompt, literal: Int32Array [from, to, ...] (byte
+// offsets), params: string}, on the calling thread (tests, fixtures). Throws a TypeError for a
+// request the chat code refuses and an Error when the template fails.
+Napi::Value HeadroomLlama::ChatRender(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (chat_ == nullptr) throw Napi::Error::New(env, "chatRender: chatInit first");
+  ChatRendered r;
+  try {
+    r = chat_->render(info[0].As<Napi::String>().Utf8Value(), info[1].ToBoolean().Value());
+  } catch (const std::invalid_argument& e) {
+    throw Napi::TypeError::New(env, e.what());
+  } catch (const std::exception& e) {
+    throw Napi::Error::New(env, e.what());
+  }
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("prompt", Napi::String::New(env, r.prompt));
+  Napi::Int32Array lit = Napi::Int32Array::New(env, r.literal.size() * 2);
+  for (size_t i = 0; i < r.literal.size(); i++) {
+    lit[i * 2] = static_cast<int32_t>(r.literal[i].first);
+    lit[i * 2 + 1] = static_cast<int32_t>(r.literal[i].second);
+  }
+  o.Set("literal", lit);
+  o.Set("params", Napi::String::New(env, r.paramsJson));
+  return o;
+}
+
+// chatTokenizeAsync(requestJson, literalControlText) -> Promise<{status, tokens, params, error,
+// workerUs}>: the conversation rendered by the chat template and tokenized (BOS as the vocabulary
+// asks, special tokens parsed outside literal ranges), off the JS thread. status 0 ok, 1 a request
+// the chat code refuses (error says why), 2 the template failed (error says why).
 Napi::Value HeadroomLlama::ChatTokenizeAsync(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (vocab_ == nullptr) throw Napi::Error::New(env, "chatTokenizeAsync: the context is closed");
-  if (info.Length() < 3 || !info[0].IsArray() || !info[1].IsString())
-    throw Napi::TypeError::New(env, "chatTokenizeAsync: expected (messages[], template, addSpecial)");
-  const Napi::Array msgs = info[0].As<Napi::Array>();
-  std::vector<std::string> roles, contents;
-  roles.reserve(msgs.Length());
-  contents.reserve(msgs.Length());
-  for (uint32_t i = 0; i < msgs.Length(); i++) {
-    const Napi::Object m = msgs.Get(i).As<Napi::Object>();
-    roles.push_back(m.Get("role").As<Napi::String>().Utf8Value());
-    const Napi::Value c = m.Get("content");
-    if (c.IsBuffer()) {
-      const Napi::Buffer<char> b = c.As<Napi::Buffer<char>>();
-      contents.emplace_back(b.Data(), b.Length());
-    } else {
-      contents.push_back(c.As<Napi::String>().Utf8Value());
-    }
-  }
-  auto* w = new TokenizeWorker(env, this, Napi::Persistent(Value()), tokenizer_.get(), std::move(roles), std::move(contents),
-                               info[1].As<Napi::String>().Utf8Value(), info[2].ToBoolean().Value());
+  if (chat_ == nullptr) throw Napi::Error::New(env, "chatTokenizeAsync: chatInit first");
+  if (info.Length() < 2 || !info[0].IsString()) throw Napi::TypeError::New(env, "chatTokenizeAsync: expected (requestJson, literalControlText)");
+  auto* w = new TokenizeWorker(env, this, Napi::Persistent(Value()), tokenizer_.get(), chat_.get(), info[0].As<Napi::String>().Utf8Value(),
+                               info[1].ToBoolean().Value());
   Napi::Promise p = w->Promise();
   numTokenizing_++;
   w->Queue();
@@ -657,11 +713,12 @@ Napi::Value HeadroomLlama::TokenPiece(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (vocab_ == nullptr) throw Napi::Error::New(env, "tokenPiece: the context is closed");
   const int32_t tok = info[0].As<Napi::Number>().Int32Value();
+  const bool special = info.Length() > 1 && info[1].ToBoolean().Value();
   char buf[256];
-  int32_t n = llama_token_to_piece(vocab_, tok, buf, sizeof(buf), 0, false);
+  int32_t n = llama_token_to_piece(vocab_, tok, buf, sizeof(buf), 0, special);
   if (n >= 0) return Napi::Buffer<char>::Copy(env, buf, static_cast<size_t>(n));
   std::vector<char> big(static_cast<size_t>(-n));
-  n = llama_token_to_piece(vocab_, tok, big.data(), static_cast<int32_t>(big.size()), 0, false);
+  n = llama_token_to_piece(vocab_, tok, big.data(), static_cast<int32_t>(big.size()), 0, special);
   return Napi::Buffer<char>::Copy(env, big.data(), static_cast<size_t>(n < 0 ? 0 : n));
 }
 
@@ -677,32 +734,6 @@ Napi::Value HeadroomLlama::ChatTemplate(const Napi::CallbackInfo& info) {
   if (model_ == nullptr) throw Napi::Error::New(env, "chatTemplate: the context is closed");
   const char* t = llama_model_chat_template(model_, nullptr);
   return t == nullptr ? env.Null() : Napi::String::New(env, t);
-}
-
-// applyChatTemplate(messages: {role, content}[], template: string) -> string | null (null when
-// llama.cpp does not recognise the template).
-Napi::Value HeadroomLlama::ApplyChatTemplate(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  const Napi::Array msgs = info[0].As<Napi::Array>();
-  const std::string tmpl = info[1].As<Napi::String>().Utf8Value();
-  std::vector<std::string> roles, contents;
-  size_t total = 0;
-  for (uint32_t i = 0; i < msgs.Length(); i++) {
-    const Napi::Object m = msgs.Get(i).As<Napi::Object>();
-    roles.push_back(m.Get("role").As<Napi::String>().Utf8Value());
-    contents.push_back(m.Get("content").As<Napi::String>().Utf8Value());
-    total += roles.back().size() + contents.back().size();
-  }
-  std::vector<llama_chat_message> chat;
-  for (size_t i = 0; i < roles.size(); i++) chat.push_back({roles[i].c_str(), contents[i].c_str()});
-  std::vector<char> buf(total * 2 + 256);
-  int32_t n = llama_chat_apply_template(tmpl.c_str(), chat.data(), chat.size(), true, buf.data(), static_cast<int32_t>(buf.size()));
-  if (n > static_cast<int32_t>(buf.size())) {
-    buf.resize(static_cast<size_t>(n));
-    n = llama_chat_apply_template(tmpl.c_str(), chat.data(), chat.size(), true, buf.data(), static_cast<int32_t>(buf.size()));
-  }
-  if (n < 0) return env.Null();
-  return Napi::String::New(env, buf.data(), static_cast<size_t>(n));
 }
 
 Napi::Value HeadroomLlama::Info(const Napi::CallbackInfo& info) {
@@ -730,6 +761,7 @@ Napi::Value HeadroomLlama::Info(const Napi::CallbackInfo& info) {
   o.Set("threadsBatch", Napi::Number::New(env, threadsBatch_));
   o.Set("maxTokenBytes", Napi::Number::New(env, static_cast<double>(tokenizer_->maxTokenBytes())));
   o.Set("fastTokenizer", Napi::Boolean::New(env, tokenizer_->fast()));
+  o.Set("tokenizerPath", Napi::String::New(env, tokenizer_->modeName()));
   return o;
 }
 

@@ -27,6 +27,7 @@
 #include <memory>
 #include <vector>
 
+#include "chat_templates.h"
 #include "decode_worker.h"
 #include "fast_tokenizer.h"
 #include "llama.h"
@@ -74,7 +75,8 @@ class HeadroomLlama : public Napi::ObjectWrap<HeadroomLlama> {
   Napi::Value TokenPiece(const Napi::CallbackInfo& info);
   Napi::Value IsEog(const Napi::CallbackInfo& info);
   Napi::Value ChatTemplate(const Napi::CallbackInfo& info);
-  Napi::Value ApplyChatTemplate(const Napi::CallbackInfo& info);
+  Napi::Value ChatInit(const Napi::CallbackInfo& info);
+  Napi::Value ChatRender(const Napi::CallbackInfo& info);
   Napi::Value Info(const Napi::CallbackInfo& info);
   Napi::Value Close(const Napi::CallbackInfo& info);
 
@@ -109,5 +111,6 @@ class HeadroomLlama : public Napi::ObjectWrap<HeadroomLlama> {
   cpu_set_t allCpus_{};
   bool busy_ = false;
   std::unique_ptr<FastTokenizer> tokenizer_;
+  std::unique_ptr<ChatTemplates> chat_;  // set by chatInit; read by TokenizeWorkers (immutable)
   int32_t numTokenizing_ = 0;
 };

@@ -68,19 +68,68 @@ FastTokenizer::FastTokenizer(const llama_vocab* vocab) : vocab_(vocab) {
   std::sort(specials_.begin(), specials_.end(), [&](llama_token a, llama_token b) {
     return std::string_view(llama_vocab_get_text(vocab, a)).size() > std::string_view(llama_vocab_get_text(vocab, b)).size();
   });
-  if (llama_vocab_type(vocab) != LLAMA_VOCAB_TYPE_SPM) return;
-  // Whether raw fragments get a space prefix is not in the public API: find out from probes, and
-  // keep the fast path only if every probe tokenizes exactly as llama.cpp does.
-  const char* probes[] = {"a", " hello  world", "\xc3\xa9\xe4\xb8\xad x", "The quick brown fox.", "\n\t x\x01y"};
-  for (bool prefix : {true, false}) {
-    spacePrefix_ = prefix;
-    fast_ = true;
-    for (const char* p : probes) {
-      for (bool add : {true, false}) {
-        if (tokenize(p, add) != reference(p, add)) fast_ = false;
-      }
+
+  // The one-pass split takes, at each position, the longest special text there. llama.cpp takes
+  // the longest special text anywhere first; the two differ only when a special text's suffix
+  // begins another special text at least as long, two specials share a text, or a stripping
+  // special can eat into a special that starts or ends with whitespace.
+  bool anyLstrip = false, anyRstrip = false, spaceEdged = false;
+  for (llama_token id : specials_) {
+    const std::string_view t(llama_vocab_get_text(vocab, id));
+    if (t.empty()) continue;
+    const int attr = llama_vocab_get_attr(vocab, id);
+    anyLstrip |= (attr & LLAMA_TOKEN_ATTR_LSTRIP) != 0;
+    anyRstrip |= (attr & LLAMA_TOKEN_ATTR_RSTRIP) != 0;
+    spaceEdged |= isspace(static_cast<unsigned char>(t.front())) || isspace(static_cast<unsigned char>(t.back()));
+  }
+  onePass_ = !(spaceEdged && (anyLstrip || anyRstrip));
+  for (llama_token id : specials_) {
+    const std::string_view t(llama_vocab_get_text(vocab, id));
+    if (t.empty()) continue;
+    if (onePass_ && specialTrie_.longestAt(t, 0).second == t.size()) onePass_ = false;  // a duplicate text
+    specialTrie_.add(t, id);
+    if (llama_vocab_get_attr(vocab, id) & (LLAMA_TOKEN_ATTR_CONTROL | LLAMA_TOKEN_ATTR_UNKNOWN)) controlTrie_.add(t, id);
+  }
+  for (size_t i = 0; onePass_ && i < specials_.size(); i++) {
+    const std::string_view t(llama_vocab_get_text(vocab, specials_[i]));
+    for (size_t k = 1; onePass_ && k < t.size(); k++)
+      if (specialTrie_.hasExtension(t.substr(k), t.size())) onePass_ = false;
+  }
+
+  // Probes: plain text, and text around this vocabulary's own special tokens.
+  std::vector<std::string> probes = {"a", " hello  world", "\xc3\xa9\xe4\xb8\xad x", "The quick brown fox.", "\n\t x\x01y", "  \n\n 12345 don't"};
+  for (size_t i = 0; i < specials_.size() && i < 4; i++) {
+    const std::string t(llama_vocab_get_text(vocab, specials_[specials_.size() - 1 - i]));
+    const std::string u(llama_vocab_get_text(vocab, specials_[i]));
+    probes.push_back("a" + t + "b");
+    probes.push_back(u + " hi " + t + "\n\nx " + u);
+    probes.push_back(" \n" + t + t + "\n  y" + u + " ");
+  }
+  if (type == LLAMA_VOCAB_TYPE_SPM) {
+    // Whether raw fragments get a space prefix is not in the public API: find out from the probes.
+    for (bool prefix : {true, false}) {
+      spacePrefix_ = prefix;
+      mode_ = Mode::Spm;
+      if (probesPass(probes)) return;
     }
-    if (fast_) return;
+  }
+  mode_ = Mode::PerFragment;
+  if (probesPass(probes)) return;
+  mode_ = Mode::Reference;
+}
+
+bool FastTokenizer::probesPass(const std::vector<std::string>& probes) {
+  for (const std::string& p : probes)
+    for (bool add : {true, false})
+      if (tokenize(p, add) != reference(p, add)) return false;
+  return true;
+}
+
+const char* FastTokenizer::modeName() const {
+  switch (mode_) {
+    case Mode::Spm: return "spm";
+    case Mode::PerFragment: return "per-fragment";
+    default: return "llama_tokenize";
   }
 }
 
@@ -95,31 +144,114 @@ std::vector<llama_token> FastTokenizer::reference(const std::string& text, bool 
   return out;
 }
 
-std::vector<llama_token> FastTokenizer::tokenize(const std::string& text, bool addSpecial) const {
-  if (!fast_) return reference(text, addSpecial);
+std::vector<llama_token> FastTokenizer::tokenize(const std::string& text, bool addSpecial, const ByteRanges* literal) const {
+  if (literal != nullptr && literal->empty()) literal = nullptr;
+  if (mode_ == Mode::Reference && literal == nullptr) return reference(text, addSpecial);
   std::vector<llama_token> out;
   out.reserve(text.size() / 2 + 8);
   const bool addBos = addSpecial && llama_vocab_get_add_bos(vocab_);
   if (addBos) out.push_back(llama_vocab_bos(vocab_));
   if (!text.empty()) {
-    for (const Fragment& f : partition(text)) {
+    for (const Fragment& f : partition(text, literal)) {
       if (f.token != LLAMA_TOKEN_NULL) {
         out.push_back(f.token);
         continue;
       }
-      // Every raw fragment is first or follows a special token: llama.cpp's is_prev_special.
-      std::string raw = spacePrefix_ ? " " : "";
-      raw.append(text, f.offset, f.length);
-      spm(escapeWhitespace(raw), out);
+      rawFragment(text.substr(f.offset, f.length), out);
     }
   }
   if (addSpecial && llama_vocab_get_add_eos(vocab_)) out.push_back(llama_vocab_eos(vocab_));
   return out;
 }
 
+void FastTokenizer::rawFragment(const std::string& raw, std::vector<llama_token>& out) const {
+  if (mode_ == Mode::Spm) {
+    // Every raw fragment is first or follows a special token: llama.cpp's is_prev_special.
+    spm(escapeWhitespace(spacePrefix_ ? " " + raw : raw), out);
+    return;
+  }
+  // llama_tokenize on one fragment that holds no special text (or only literal text): special
+  // parsing off, no BOS/EOS.
+  std::vector<llama_token> buf(raw.size() + 8);
+  int32_t n = llama_tokenize(vocab_, raw.data(), static_cast<int32_t>(raw.size()), buf.data(), static_cast<int32_t>(buf.size()), false, false);
+  if (n < 0) {
+    buf.resize(static_cast<size_t>(-static_cast<int64_t>(n)));
+    n = llama_tokenize(vocab_, raw.data(), static_cast<int32_t>(raw.size()), buf.data(), static_cast<int32_t>(buf.size()), false, false);
+  }
+  if (n > 0) out.insert(out.end(), buf.begin(), buf.begin() + n);
+}
+
+namespace {
+
+// The first literal range that ends after `pos` (or end()).
+ByteRanges::const_iterator literalAfter(const ByteRanges& lit, size_t pos) {
+  return std::upper_bound(lit.begin(), lit.end(), pos, [](size_t p, const std::pair<size_t, size_t>& r) { return p < r.second; });
+}
+
+bool overlapsLiteral(const ByteRanges* lit, size_t from, size_t to) {
+  if (lit == nullptr) return false;
+  auto it = literalAfter(*lit, from);
+  return it != lit->end() && it->first < to;
+}
+
+}  // namespace
+
+ByteRanges FastTokenizer::controlTexts(std::string_view text) const {
+  ByteRanges found;
+  if (controlTrie_.empty()) return found;
+  for (size_t i = 0; i < text.size();) {
+    const auto [id, len] = controlTrie_.longestAt(text, i);
+    if (id == LLAMA_TOKEN_NULL) {
+      i++;
+      continue;
+    }
+    found.push_back({i, i + len});
+    i += len;
+  }
+  return found;
+}
+
+std::vector<FastTokenizer::Fragment> FastTokenizer::partition(const std::string& text, const ByteRanges* literal) const {
+  if (!onePass_) return partitionPasses(text, literal);
+  std::vector<Fragment> frags;
+  size_t rawStart = 0;
+  auto lit = literal == nullptr ? ByteRanges::const_iterator{} : literal->begin();
+  for (size_t i = 0; i < text.size();) {
+    // No special token starts inside a literal range or runs into the next one.
+    size_t limit = text.size();
+    if (literal != nullptr) {
+      while (lit != literal->end() && lit->second <= i) ++lit;
+      if (lit != literal->end()) {
+        if (lit->first <= i) {
+          i = lit->second;
+          continue;
+        }
+        limit = lit->first;
+      }
+    }
+    const auto [id, len] = specialTrie_.longestAt(std::string_view(text.data(), limit), i);
+    if (id == LLAMA_TOKEN_NULL) {
+      i++;
+      continue;
+    }
+    const int attr = llama_vocab_get_attr(vocab_, id);
+    size_t leftEnd = i;
+    if (attr & LLAMA_TOKEN_ATTR_LSTRIP)
+      while (leftEnd > rawStart && isspace(static_cast<unsigned char>(text[leftEnd - 1]))) leftEnd--;
+    if (leftEnd > rawStart) frags.push_back({LLAMA_TOKEN_NULL, rawStart, leftEnd - rawStart});
+    frags.push_back({id, 0, 0});
+    i += len;
+    if (attr & LLAMA_TOKEN_ATTR_RSTRIP)
+      while (i < text.size() && isspace(static_cast<unsigned char>(text[i]))) i++;
+    rawStart = i;
+  }
+  if (rawStart < text.size()) frags.push_back({LLAMA_TOKEN_NULL, rawStart, text.size() - rawStart});
+  return frags;
+}
+
 // llama.cpp's tokenizer_st_partition on a vector: for each special token, longest first, split
 // every raw fragment at each leftmost non-overlapping occurrence, honouring lstrip/rstrip.
-std::vector<FastTokenizer::Fragment> FastTokenizer::partition(const std::string& text) const {
+std::vector<FastTokenizer::Fragment> FastTokenizer::partitionPasses(const std::string& text, const ByteRanges* literal) const {
   std::vector<Fragment> frags{{LLAMA_TOKEN_NULL, 0, text.size()}};
   std::vector<Fragment> next;
   for (llama_token id : specials_) {
@@ -133,9 +265,11 @@ std::vector<FastTokenizer::Fragment> FastTokenizer::partition(const std::string&
         next.push_back(f);
         continue;
       }
-      size_t off = f.offset, len = f.length;
+      size_t off = f.offset, len = f.length, from = f.offset;
       for (;;) {
-        const size_t match = std::string_view(text.data(), off + len).find(tok, off);
+        size_t match = std::string_view(text.data(), off + len).find(tok, from);
+        while (match != std::string_view::npos && overlapsLiteral(literal, match, match + tok.size()))
+          match = std::string_view(text.data(), off + len).find(tok, match + 1);
         if (match == std::string_view::npos) {
           next.push_back({LLAMA_TOKEN_NULL, off, len});
           break;
@@ -157,6 +291,7 @@ std::vector<FastTokenizer::Fragment> FastTokenizer::partition(const std::string&
         if (rLen == 0) break;
         off = rOff;
         len = rLen;
+        from = rOff;
       }
     }
     if (any) frags.swap(next);

@@ -2,11 +2,8 @@
 // large prompt never stalls the event loop. Runs on the libuv pool beside DecodeWorker; the JS
 // runner bounds how many run at once so a decode always finds a pool thread.
 //
-// The chat template gets the exact bytes of every message: llama_chat_apply_template takes C
-// strings, so each NUL is swapped for a marker found in no input, and swapped back after
-// templating. If the rendered text does not hold exactly one marker per NUL (a template that
-// repeats or drops content), the result is status 2 and the caller refuses the request instead
-// of guessing.
+// Chat: the request is rendered by ChatTemplates (llama.cpp's chat code; std::string throughout,
+// so NUL bytes in messages are carried exactly), then tokenized with the literal ranges it returns.
 #pragma once
 
 #include <napi.h>
@@ -17,14 +14,15 @@
 
 class HeadroomLlama;
 class FastTokenizer;
+class ChatTemplates;
 
 class TokenizeWorker : public Napi::AsyncWorker {
  public:
-  // Plain text: `text` tokenized. Chat: `roles`/`contents` templated with `tmpl`, then tokenized.
+  // Plain text: `text` tokenized. Chat: the request (JSON) rendered by `chat`, then tokenized.
   TokenizeWorker(Napi::Env env, HeadroomLlama* owner, Napi::ObjectReference ownerRef, const FastTokenizer* tok, std::string text,
                  bool addSpecial);
   TokenizeWorker(Napi::Env env, HeadroomLlama* owner, Napi::ObjectReference ownerRef, const FastTokenizer* tok,
-                 std::vector<std::string> roles, std::vector<std::string> contents, std::string tmpl, bool addSpecial);
+                 const ChatTemplates* chat, std::string requestJson, bool literalControlText);
   Napi::Promise Promise() { return deferred_.Promise(); }
 
  protected:
@@ -33,18 +31,16 @@ class TokenizeWorker : public Napi::AsyncWorker {
   void OnError(const Napi::Error& e) override;
 
  private:
-  bool applyTemplate();
-
   HeadroomLlama* owner_;
   Napi::ObjectReference ownerRef_;  // keeps the JS object (and the vocabulary) alive while we run
   Napi::Promise::Deferred deferred_;
   const FastTokenizer* tok_;
-  bool chat_;
-  std::string text_;
-  std::vector<std::string> roles_, contents_;
-  std::string tmpl_;
+  const ChatTemplates* chat_ = nullptr;
+  std::string text_;  // the text, or the chat request
   bool addSpecial_;
+  bool literalControlText_ = false;
   std::vector<int32_t> tokens_;
-  int32_t status_ = 0;  // 0 ok, 1 template not recognised, 2 NUL bytes could not be carried through the template
+  std::string params_, error_;
+  int32_t status_ = 0;  // 0 ok, 1 a request the chat code refuses, 2 the template failed
   double workerUs_ = 0;
 };

@@ -22,9 +22,10 @@ export class ChoiceStream {
   #stopped = false;
   #logprobs: LogprobEntry[] = [];
 
-  constructor(tokenizer: Tokenizer, stop: readonly string[], ignoreEos: boolean) {
+  /** `asText`: control tokens to render as their text (a chat format's markup, which its parser reads). */
+  constructor(tokenizer: Tokenizer, stop: readonly string[], ignoreEos: boolean, asText?: readonly number[]) {
     this.#tokenizer = tokenizer;
-    this.#detok = tokenizer.detokenizer();
+    this.#detok = tokenizer.detokenizer(asText);
     this.#stop = new StopMatcher(stop);
     this.#ignoreEos = ignoreEos;
   }

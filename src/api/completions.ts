@@ -26,6 +26,7 @@ import type { Backend, Generation, GenerationJob } from '../backend/backend.ts';
 import type { Refusal } from '../backend/refusal.ts';
 import { REFUSALS } from '../backend/refusal.ts';
 import type { RequestTimeline } from '../engine/outputs.ts';
+import type { ChatOutputParser, ParsedChatOutput } from '../engine/tokenizer.ts';
 import type { EngineSnapshot } from '../engine/snapshot.ts';
 import type { FlowControl, FlowRequest, FlowTicket } from '../flow/flow-control.ts';
 import { PRIORITY_HEADER } from '../flow/priority.ts';
@@ -207,7 +208,7 @@ export class CompletionsHandler {
 
   #choices(call: Call): ChoiceStream[] {
     const p = call.prepared;
-    const choices = Array.from({ length: p.n }, () => new ChoiceStream(this.#d.backend.tokenizer, p.stop, p.ignoreEos));
+    const choices = Array.from({ length: p.n }, () => new ChoiceStream(this.#d.backend.tokenizer, p.stop, p.ignoreEos, p.chatFormat?.preservedTokens));
     call.facts.billed = choices;
     return choices;
   }
@@ -249,7 +250,12 @@ export class CompletionsHandler {
     }
     call.facts.output?.push(...texts);
     const wanted = call.prepared.sampling.logprobs !== undefined;
-    const done: FinishedChoice[] = texts.map((text, i) => ({ text, finishReason: reasons[i]!, logprobs: wanted ? logprobs[i]! : null }));
+    const done: FinishedChoice[] = texts.map((text, i) => {
+      const parser = this.#parser(call);
+      if (parser === null) return { text, finishReason: reasons[i]!, logprobs: wanted ? logprobs[i]! : null };
+      const message = finalMessage(parser.update(text, true), text);
+      return { text: message.content, message, finishReason: finishWithTools(reasons[i]!, message), logprobs: null };
+    });
     void reply.code(200).send(frame.whole(done, this.#usage(call, choices)));
   }
 
@@ -269,9 +275,25 @@ export class CompletionsHandler {
       ended[index] = true;
       send(frame.end(index, reason));
     };
+    const parsers = choices.map(() => this.#parser(call));
     const text = (index: number, t: string, lp: readonly LogprobEntry[] | null = null): void => {
       if (output !== null) output[index] += t;
-      send(frame.text(index, t, lp));
+      const parser = parsers[index];
+      if (parser != null) send(frame.deltas(index, parser.update(t, false).deltas));
+      else send(frame.text(index, t, lp));
+    };
+    /** A choice's end; a parsed chat output is parsed whole once more (its last deltas, and tool_calls as the finish). */
+    const finish = (index: number, reason: string, tail: string): void => {
+      const parser = parsers[index];
+      if (parser == null) {
+        if (tail.length > 0) text(index, tail);
+        end(index, reason);
+        return;
+      }
+      if (output !== null) output[index] += tail;
+      const last = parser.update(tail, true);
+      send(frame.deltas(index, last.deltas));
+      end(index, finishWithTools(reason, finalMessage(last, '')));
     };
     try {
       sse.open(headers);
@@ -286,7 +308,7 @@ export class CompletionsHandler {
           if (t.length > 0 || (lp !== null && lp.length > 0)) text(ev.index, t, lp);
           if (c.stopped) {
             gen.stopChoice(ev.index);
-            end(ev.index, 'stop');
+            finish(ev.index, 'stop', '');
           }
           continue;
         }
@@ -307,15 +329,20 @@ export class CompletionsHandler {
           call.controller.abort();
           return;
         }
-        const tail = c.flush();
-        if (tail.length > 0) text(ev.index, tail);
-        end(ev.index, ev.reason);
+        finish(ev.index, ev.reason, c.flush());
       }
       if (!aborted) send(frame.closing(this.#usage(call, choices)));
     } finally {
       if (frame.endsWithDone) sse.done();
       else sse.end();
     }
+  }
+
+  /** One choice's output parser, when the model's chat format asks for parsing (tools, reasoning). */
+  #parser(call: Call): ChatOutputParser | null {
+    const format = call.prepared.chatFormat;
+    const tokenizer = this.#d.backend.tokenizer;
+    return format === null || tokenizer.openChatParser === undefined ? null : tokenizer.openChatParser(format);
   }
 
   /** A choice ended in the backend (its engine outcome, which a front-end stop may precede). */
@@ -372,4 +399,18 @@ function refusedTimeline(call: Call): RequestTimeline {
     numPreemptions: 0,
     outcome: null,
   };
+}
+
+/** A choice that ended normally with tool calls finishes with "tool_calls", as OpenAI's do. */
+function finishWithTools(reason: string, m: ParsedChatOutput): string {
+  return reason === 'stop' && m.toolCalls.length > 0 ? 'tool_calls' : reason;
+}
+
+/**
+ * The final parse of a choice; when the model broke its format (random weights, or a call cut
+ * by max_tokens), what parsed is kept and, with nothing parsed, the raw text is the content.
+ */
+function finalMessage(m: ParsedChatOutput, raw: string): ParsedChatOutput {
+  if (m.error === undefined || m.content !== '' || m.toolCalls.length > 0) return m;
+  return { ...m, content: raw };
 }

@@ -12,6 +12,7 @@
 import type { ApiError } from './errors.ts';
 import type { Kind } from './prepare.ts';
 import type { LogprobEntry } from './logprob-format.ts';
+import type { ChatOutputDelta, ParsedChatOutput } from '../engine/tokenizer.ts';
 import { chatLogprobs, completionLogprobs, namedLength } from './logprob-format.ts';
 
 export interface Usage {
@@ -21,7 +22,10 @@ export interface Usage {
 }
 
 export interface FinishedChoice {
+  /** The text generated (with a parsed message, its content). */
   readonly text: string;
+  /** Chat output parsed by the model's chat format (tool calls, reasoning), when it asked for parsing. */
+  readonly message?: ParsedChatOutput;
   readonly finishReason: string;
   /** Null unless log-probabilities were asked for. */
   readonly logprobs: readonly LogprobEntry[] | null;
@@ -41,6 +45,8 @@ export interface Framing {
   opening(numChoices: number): SseFrame[];
   /** Text a choice gained; `logprobs` its tokens' entries when the request asked for them (surfaces that refuse logprobs ignore them). */
   text(index: number, text: string, logprobs?: readonly LogprobEntry[] | null): SseFrame[];
+  /** What a parsed chat output gained: content, reasoning and tool-call fragments. */
+  deltas(index: number, deltas: readonly ChatOutputDelta[]): SseFrame[];
   end(index: number, finishReason: string): SseFrame[];
   /** After every choice ended normally. */
   closing(u: Usage): SseFrame[];
@@ -76,6 +82,10 @@ export class Framer implements Framing {
     return [{ data: this.chunk(index, text, null, logprobs) }];
   }
 
+  deltas(index: number, deltas: readonly ChatOutputDelta[]): SseFrame[] {
+    return deltas.map((d) => ({ data: this.chunk(index, chatDelta(d), null) }));
+  }
+
   end(index: number, finishReason: string): SseFrame[] {
     return [{ data: this.chunk(index, this.kind === 'chat' ? {} : '', finishReason) }];
   }
@@ -88,7 +98,7 @@ export class Framer implements Framing {
     return [{ data: e.toBody() }];
   }
 
-  chunk(index: number, delta: string | { role?: string; content?: string }, finishReason: string | null, logprobs: readonly LogprobEntry[] | null = null): unknown {
+  chunk(index: number, delta: string | Record<string, unknown>, finishReason: string | null, logprobs: readonly LogprobEntry[] | null = null): unknown {
     const base = { id: this.id, created: this.created, model: this.model, system_fingerprint: null };
     const u = this.includeUsage ? { usage: null } : {};
     if (this.kind === 'chat') {
@@ -113,8 +123,27 @@ export class Framer implements Framing {
   whole(choices: readonly FinishedChoice[], u: Usage): unknown {
     const base = { id: this.id, created: this.created, model: this.model, system_fingerprint: null, usage: u };
     if (this.kind === 'chat') {
-      return { ...base, object: 'chat.completion', choices: choices.map((c, index) => ({ index, message: { role: 'assistant', content: c.text }, logprobs: this.#logprobs(index, c.logprobs), finish_reason: c.finishReason })) };
+      return { ...base, object: 'chat.completion', choices: choices.map((c, index) => ({ index, message: c.message === undefined ? { role: 'assistant', content: c.text } : chatMessage(c.message), logprobs: this.#logprobs(index, c.logprobs), finish_reason: c.finishReason })) };
     }
     return { ...base, object: 'text_completion', choices: choices.map((c, index) => ({ index, text: c.text, logprobs: this.#logprobs(index, c.logprobs), finish_reason: c.finishReason })) };
   }
+}
+
+/** One parsed-output delta as a chat chunk's `delta` (OpenAI's shape; reasoning as vLLM and llama-server send it). */
+function chatDelta(d: ChatOutputDelta): Record<string, unknown> {
+  if (d.kind === 'content') return { content: d.text };
+  if (d.kind === 'reasoning') return { reasoning_content: d.text };
+  const fn = { ...(d.name === undefined ? {} : { name: d.name }), arguments: d.arguments };
+  return { tool_calls: [{ index: d.index, ...(d.id === undefined ? {} : { id: d.id, type: 'function' }), function: fn }] };
+}
+
+/** A parsed output as a chat completion's `message`: content null when it only calls tools. */
+function chatMessage(m: ParsedChatOutput): Record<string, unknown> {
+  const calls = m.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }));
+  return {
+    role: 'assistant',
+    content: calls.length > 0 && m.content === '' ? null : m.content,
+    ...(m.reasoningContent === undefined ? {} : { reasoning_content: m.reasoningContent }),
+    ...(calls.length > 0 ? { tool_calls: calls } : {}),
+  };
 }

@@ -7,11 +7,15 @@
 // byte-fallback SPM vocabulary has a token for every byte; an SPM space prefix only adds to what
 // is covered), so a text of B bytes has T ≥ ⌈B / M⌉ tokens. A runner that cannot promise this (a
 // vocabulary whose special tokens strip whitespace, a normalising tokenizer) reports M = Infinity
-// and these checks never refuse. For chat, every llama.cpp template renders each message's content
-// (possibly trimmed of surrounding whitespace, so we count the content's trimmed bytes; JS trims a
-// superset of C's isspace, so we undercount) plus at least F = the tokenizer's templateBytesPerMessage
-// bytes of its own per message, measured on the template at load. So
-//   T_chat ≥ ⌈(Σ trimmedBytes(content_i) + n·F) / M⌉,
+// and these checks never refuse. For chat, a model's template renders the content of every user,
+// system, developer and tool message (possibly trimmed of surrounding whitespace, so we count the
+// content's trimmed bytes; JS trims a superset of C's isspace, so we undercount); an assistant
+// turn's content is not counted, since templates may drop parts of it (Qwen3 strips earlier
+// reasoning). Every message but the first and the last adds at least F = the tokenizer's
+// templateBytesPerMessage bytes of its own, measured on the template at load (a first system
+// message may replace a longer default one; the last may be an assistant turn that is continued in
+// place of the generation prompt). So
+//   T_chat ≥ ⌈(Σ trimmedBytes(counted content_i) + (n−2)·F) / M⌉,
 // and a request is refused here only when that lower bound already reaches the context, the same
 // test completions.ts applies to the exact count after tokenizing (T ≥ ctx, or T + max_tokens > ctx).
 // Message count and per-message length are the two ends of that sum and get their own messages.
@@ -60,7 +64,7 @@ export function checkPromptSize(info: SizeFacts, text: string, maxTokens: number
 export function checkMessageCount(info: SizeFacts, raw: unknown): void {
   const messages = typeof raw === 'object' && raw !== null ? (raw as { messages?: unknown }).messages : undefined;
   if (!Array.isArray(messages)) return;
-  refuseIfOver(info.contextTokens, minTokens(info, messages.length * info.templateBytesPerMessage), null, 'messages', `a conversation of ${messages.length} messages`);
+  refuseIfOver(info.contextTokens, minTokens(info, Math.max(0, messages.length - 2) * info.templateBytesPerMessage), null, 'messages', `a conversation of ${messages.length} messages`);
 }
 
 /**
@@ -71,18 +75,19 @@ export function checkMessageCount(info: SizeFacts, raw: unknown): void {
 export function checkRawMessageCount(info: SizeFacts, body: Uint8Array): void {
   if (body.length < RAW_SCAN_MIN_BYTES) return;
   const n = topLevelArrayLength(body, 'messages');
-  if (n !== null) refuseIfOver(info.contextTokens, minTokens(info, n * info.templateBytesPerMessage), null, 'messages', `a conversation of ${n} messages`);
+  if (n !== null && n > 2) refuseIfOver(info.contextTokens, minTokens(info, (n - 2) * info.templateBytesPerMessage), null, 'messages', `a conversation of ${n} messages`);
 }
 
-/** Before templating chat messages: message count, each message, then the whole. */
-export function checkMessagesSize(info: SizeFacts, contents: readonly string[], maxTokens: number | null): void {
+/** Before templating chat messages: message count, each message, then the whole (assistant content not counted, see above). */
+export function checkMessagesSize(info: SizeFacts, messages: readonly { readonly role: string; readonly content: string }[], maxTokens: number | null): void {
   const ctx = info.contextTokens;
   const perMessage = info.templateBytesPerMessage;
-  refuseIfOver(ctx, minTokens(info, contents.length * perMessage), maxTokens, 'messages', `a conversation of ${contents.length} messages`);
-  let total = contents.length * perMessage;
-  for (const [i, c] of contents.entries()) {
-    const bytes = Buffer.byteLength(c.trim(), 'utf8');
-    refuseIfOver(ctx, minTokens(info, bytes + perMessage), maxTokens, `messages.${i}.content`, `message ${i}`);
+  refuseIfOver(ctx, minTokens(info, Math.max(0, messages.length - 2) * perMessage), maxTokens, 'messages', `a conversation of ${messages.length} messages`);
+  let total = Math.max(0, messages.length - 2) * perMessage;
+  for (const [i, m] of messages.entries()) {
+    if (m.role === 'assistant') continue;
+    const bytes = Buffer.byteLength(m.content.trim(), 'utf8');
+    refuseIfOver(ctx, minTokens(info, bytes), maxTokens, `messages.${i}.content`, `message ${i}`);
     total += bytes;
   }
   refuseIfOver(ctx, minTokens(info, total), maxTokens, 'messages', 'the conversation');

@@ -15,11 +15,12 @@ import type { SizeFacts } from './limits.ts';
 import { samplingParams } from './sampling.ts';
 import { checkMessageCount, checkMessagesSize, checkPromptSize, sloFromHeader } from './limits.ts';
 import type { ChatCompletionBody, CompletionBody } from './schemas.ts';
-import { chatCompletionBody, checkSupported, completionBody, messageText, parseBody } from './schemas.ts';
+import { chatCompletionBody, checkSupported, completionBody, parseBody } from './schemas.ts';
+import { chatRequest } from './chat-request.ts';
 import { refuseUnsupported } from './unsupported.ts';
 import type { BackendInfo } from '../backend/backend.ts';
 import type { SamplingParams } from '../engine/plan.ts';
-import type { Tokenizer } from '../engine/tokenizer.ts';
+import type { ChatFormat, Tokenizer } from '../engine/tokenizer.ts';
 
 export type Kind = 'chat' | 'completion';
 
@@ -45,6 +46,11 @@ export interface Prepared {
   readonly tpotBudgetMs: number | null;
   readonly stream: boolean;
   readonly includeUsage: boolean;
+  /**
+   * Chat: what the model's chat format asks of sampling and parsing (tool calls, reasoning); null
+   * for completions and for output that needs no parsing.
+   */
+  readonly chatFormat: ChatFormat | null;
 }
 
 /** `models`: the names the server answers to (--served-model-name, else the model's own id). */
@@ -88,7 +94,7 @@ export async function prepare(p: Parsed, budget: BudgetHeaders, deps: PrepareDep
   // Sampling fields too (a response_format becomes a checked grammar here): a 400 costs no tokenizing.
   const sampling = samplingParams(p, deps.tokenizer, body.seed ?? deps.ids.seed());
   const requested = body.max_completion_tokens ?? body.max_tokens ?? null;
-  const promptTokens = await tokenizePrompt(p, deps, requested);
+  const { tokens: promptTokens, format } = await tokenizePrompt(p, deps, requested);
   const ctx = deps.info.contextTokens;
   if (promptTokens.length >= ctx) {
     throw new ApiError('context_length_exceeded', `This model's maximum context length is ${ctx} tokens; the prompt has ${promptTokens.length}.`, { param: p.kind === 'chat' ? 'messages' : 'prompt' });
@@ -110,37 +116,44 @@ export async function prepare(p: Parsed, budget: BudgetHeaders, deps: PrepareDep
     numMessages: p.kind === 'chat' ? p.body.messages.length : 1,
     maxTokens,
     n: body.n ?? 1,
-    stop: body.stop == null ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop,
-    sampling,
+    stop: [...(body.stop == null ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop), ...(format?.additionalStops ?? [])],
+    sampling: format?.grammar === undefined ? sampling : { ...sampling, grammar: format.grammar, ...(format.grammarLazy === undefined ? {} : { grammarLazy: format.grammarLazy }), ...(format.grammarPrefill === undefined ? {} : { grammarPrefill: format.grammarPrefill }) },
     ignoreEos: body.ignore_eos === true,
     sloMs,
     ttftBudgetMs,
     tpotBudgetMs: tpotMs,
     stream,
     includeUsage: stream && body.stream_options?.include_usage === true,
+    chatFormat: format !== null && (format.parseToolCalls || format.reasoning) ? format : null,
   };
 }
 
-async function tokenizePrompt(p: Parsed, deps: PrepareDeps, requested: number | null): Promise<number[]> {
+async function tokenizePrompt(p: Parsed, deps: PrepareDeps, requested: number | null): Promise<{ tokens: number[]; format: ChatFormat | null }> {
   const tokenizer = deps.tokenizer;
   if (p.kind === 'chat') {
-    const messages = p.body.messages.map((m) => ({ role: m.role, content: messageText(m.content) }));
-    checkMessagesSize(deps.size, messages.map((m) => m.content), requested);
-    const encoded = await tokenizer.encodeChat(messages);
-    if (!encoded.ok) throw new ApiError('unsupported_value', encoded.message, { param: 'messages' });
-    return encoded.tokens;
+    const chat = chatRequest(p.body, tokenizer);
+    checkMessagesSize(deps.size, chat.messages, requested);
+    const encoded = await tokenizer.encodeChat(chat);
+    if (!encoded.ok) throw encodeError(encoded);
+    return { tokens: encoded.tokens, format: encoded.format ?? null };
   }
   const prompt = p.body.prompt;
   if (typeof prompt === 'string' || typeof prompt[0] === 'string') {
     const text = typeof prompt === 'string' ? prompt : (prompt[0] as string);
     if (text.length === 0) throw new ApiError('invalid_value', 'The prompt must not be empty.', { param: 'prompt' });
     checkPromptSize(deps.size, text, requested);
-    return tokenizer.encodeText(text, true);
+    return { tokens: await tokenizer.encodeText(text, true), format: null };
   }
   const ids = prompt as number[];
   const bad = ids.find((t) => t >= tokenizer.vocabSize);
   if (bad !== undefined) throw new ApiError('invalid_value', `Token id ${bad} is outside the vocabulary [0, ${tokenizer.vocabSize}).`, { param: 'prompt' });
-  return [...ids];
+  return { tokens: [...ids], format: null };
+}
+
+/** A conversation the chat code or the template refused: the client's 400, naming the template. */
+export function encodeError(e: { readonly reason: 'invalid_request' | 'template_error'; readonly message: string }): ApiError {
+  const what = e.reason === 'template_error' ? "The model's chat template raised an error on these messages" : 'The conversation cannot be rendered';
+  return new ApiError('invalid_value', `${what}: ${e.message.slice(0, 500)}`, { param: 'messages' });
 }
 
 /** A TTFT or TPOT budget header in whole ms, or null when absent; out of [1, maxSloMs] is a 400 naming the header. */

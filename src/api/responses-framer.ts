@@ -13,6 +13,7 @@
 
 import type { ApiError } from './errors.ts';
 import type { FinishedChoice, Framing, SseFrame, Usage } from './framer.ts';
+import type { ChatOutputDelta } from '../engine/tokenizer.ts';
 
 /** Request fields a Response reports back. */
 export interface ResponseEcho {
@@ -58,6 +59,11 @@ export class ResponsesFramer implements Framing {
   text(_index: number, text: string): SseFrame[] {
     this.#text += text;
     return [this.#event('response.output_text.delta', { item_id: this.#itemId, output_index: 0, content_index: 0, delta: text, logprobs: [] })];
+  }
+
+  /** Content only: tools are not served on this surface, and reasoning is not framed here. */
+  deltas(index: number, deltas: readonly ChatOutputDelta[]): SseFrame[] {
+    return deltas.flatMap((d) => (d.kind === 'content' ? this.text(index, d.text) : []));
   }
 
   end(_index: number, finishReason: string): SseFrame[] {

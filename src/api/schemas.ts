@@ -44,17 +44,42 @@ const common = {
 };
 
 const contentPart = z.object({ type: z.literal('text'), text: z.string() });
+const toolCall = z.object({
+  id: z.string().max(256),
+  type: z.literal('function').optional(),
+  function: z.object({ name: z.string().min(1).max(256), arguments: z.string() }),
+});
 const message = z.object({
   role: z.enum(['system', 'developer', 'user', 'assistant', 'tool']),
-  content: z.union([z.string(), z.array(contentPart).min(1)]).nullable(),
+  // Absent only on an assistant turn that carries tool_calls (chat-request.ts checks).
+  content: z.union([z.string(), z.array(contentPart).min(1)]).nullish(),
   name: z.string().optional(),
+  tool_calls: z.array(toolCall).max(128).nullish(),
+  tool_call_id: z.string().max(256).nullish(),
+  reasoning_content: z.string().nullish(),
 });
+const tool = z.object({
+  type: z.literal('function'),
+  function: z.object({
+    name: z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'expected 1 to 64 letters, digits, _ . : or -'),
+    description: z.string().nullish(),
+    parameters: z.record(z.string(), z.unknown()).nullish(),
+    strict: z.boolean().nullish(),
+  }),
+});
+const toolChoice = z.union([z.enum(['none', 'auto', 'required']), z.object({ type: z.literal('function'), function: z.object({ name: z.string().min(1) }) })]);
 
 export const chatCompletionBody = z.object({
   ...common,
   messages: z.array(message).min(1),
   logprobs: z.boolean().nullish(),
   top_logprobs: z.number().int().min(0).max(20).nullish(),
+  tools: z.array(tool).max(128).nullish(),
+  tool_choice: toolChoice.nullish(),
+  parallel_tool_calls: z.boolean().nullish(),
+  // Variables for the model's chat template (enable_thinking, ...); JSON values.
+  chat_template_kwargs: z.record(z.string(), z.unknown()).nullish(),
+  reasoning_effort: z.enum(['none', 'minimal', 'low', 'medium', 'high']).nullish(),
 });
 export const completionBody = z.object({
   ...common,
@@ -133,8 +158,8 @@ export function checkSupported(body: {
 }
 
 /** Message content as plain text (array content: the text parts joined). */
-export function messageText(content: string | readonly { text: string }[] | null): string {
-  if (content === null) return '';
+export function messageText(content: string | readonly { text: string }[] | null | undefined): string {
+  if (content == null) return '';
   return typeof content === 'string' ? content : content.map((p) => p.text).join('');
 }
 

@@ -14,7 +14,7 @@
 import { readFileSync } from 'node:fs';
 import type { Backend } from '../backend/backend.ts';
 import { ApiError } from './errors.ts';
-import { checkModel } from './prepare.ts';
+import { checkModel, encodeError } from './prepare.ts';
 import { detokenizeBody, messageText, parseBody, tokenizeBody } from './schemas.ts';
 
 export interface TokenizeResult {
@@ -34,12 +34,12 @@ export async function tokenize(backend: Backend, models: readonly string[], raw:
   return { count: tokens.length, max_model_len: backend.info.contextTokens, tokens };
 }
 
-async function chatTokens(backend: Backend, messages: readonly { role: string; content: Parameters<typeof messageText>[0] }[], addGenerationPrompt: boolean | null | undefined): Promise<number[]> {
+async function chatTokens(backend: Backend, messages: readonly { role: string; content?: Parameters<typeof messageText>[0] }[], addGenerationPrompt: boolean | null | undefined): Promise<number[]> {
   if (addGenerationPrompt === false) {
     throw new ApiError('unsupported_value', "'add_generation_prompt' is not supported by this server; it accepts only true here (the assistant turn is always opened).", { param: 'add_generation_prompt' });
   }
-  const encoded = await backend.tokenizer.encodeChat(messages.map((m) => ({ role: m.role, content: messageText(m.content) })));
-  if (!encoded.ok) throw new ApiError('unsupported_value', encoded.message, { param: 'messages' });
+  const encoded = await backend.tokenizer.encodeChat({ messages: messages.map((m) => ({ role: m.role, content: messageText(m.content) })) });
+  if (!encoded.ok) throw encodeError(encoded);
   return encoded.tokens;
 }
 

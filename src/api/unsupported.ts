@@ -61,17 +61,17 @@ const REFUSED_ON_RESPONSES: readonly RefusedField[] = [
 
 /** Fields this server does not implement: a non-default value is refused. */
 export const REFUSED: readonly RefusedField[] = [
-  // Tools and function calling: no tool-call parser or grammar here.
-  { field: 'tools', endpoints: ALL, accepts: empty, accepted: '[]' },
-  { field: 'tool_choice', endpoints: ALL, accepts: is('none', 'auto'), accepted: '"none" or "auto" (with no tools, both mean none)' },
-  { field: 'functions', endpoints: CHAT, accepts: empty, accepted: '[]' },
-  { field: 'function_call', endpoints: CHAT, accepts: is('none', 'auto'), accepted: '"none" or "auto"' },
+  // Tools are served on chat completions (`tools`, `tool_choice`); completions have no messages
+  // to carry them, and the deprecated `functions` form is not served.
+  { field: 'tools', endpoints: [...CMPL, ...RESP], accepts: empty, accepted: '[] (tools are served on /v1/chat/completions)' },
+  { field: 'tool_choice', endpoints: [...CMPL, ...RESP], accepts: is('none', 'auto'), accepted: '"none" or "auto" (with no tools, both mean none)' },
+  { field: 'functions', endpoints: CHAT, accepts: empty, accepted: '[] (send tools instead)' },
+  { field: 'function_call', endpoints: CHAT, accepts: is('none', 'auto'), accepted: '"none" or "auto" (send tool_choice instead)' },
   // Other modalities and output shapes.
   { field: 'audio', endpoints: CHAT, accepts: never, accepted: 'null' },
   { field: 'modalities', endpoints: CHAT, accepts: (v) => Array.isArray(v) && v.length === 1 && v[0] === 'text', accepted: '["text"]' },
   { field: 'prediction', endpoints: CHAT, accepts: never, accepted: 'null' },
   { field: 'web_search_options', endpoints: CHAT, accepts: never, accepted: 'null' },
-  { field: 'reasoning_effort', endpoints: CHAT, accepts: never, accepted: 'null (no reasoning model here)' },
   { field: 'verbosity', endpoints: CHAT, accepts: is('medium'), accepted: '"medium"' },
   { field: 'reasoning', endpoints: RESP, accepts: allNull, accepted: 'null or an object of nulls' },
   { field: 'text.verbosity', endpoints: RESP, accepts: is('medium'), accepted: '"medium"' },
@@ -102,7 +102,6 @@ export const REFUSED: readonly RefusedField[] = [
   { field: 'guided_grammar', endpoints: CHAT_CMPL, accepts: never, accepted: 'null' },
   { field: 'structured_outputs', endpoints: CHAT_CMPL, accepts: never, accepted: 'null' },
   { field: 'chat_template', endpoints: CHAT, accepts: never, accepted: 'null (the model\'s own template is used)' },
-  { field: 'chat_template_kwargs', endpoints: CHAT, accepts: empty, accepted: '{}' },
   { field: 'add_generation_prompt', endpoints: CHAT, accepts: is(true), accepted: 'true' },
   { field: 'continue_final_message', endpoints: CHAT, accepts: is(false), accepted: 'false' },
   ...REFUSED_ON_RESPONSES,
@@ -114,7 +113,7 @@ export const IGNORED: readonly IgnoredField[] = [
   { field: 'safety_identifier', endpoints: CHAT_RESP, why: 'an end-user label for abuse detection' },
   { field: 'prompt_cache_key', endpoints: CHAT_RESP, why: 'a cache-routing hint; the prefix cache matches by content' },
   { field: 'prompt_cache_retention', endpoints: CHAT_RESP, why: 'a cache-lifetime hint; the prefix cache evicts by LRU' },
-  { field: 'parallel_tool_calls', endpoints: CHAT_RESP, why: 'only meaningful with tools, which are refused' },
+  { field: 'parallel_tool_calls', endpoints: RESP, why: 'only meaningful with tools, which are refused here' },
   { field: 'max_tool_calls', endpoints: RESP, why: 'only meaningful with tools, which are refused' },
   { field: 'stream_options.include_obfuscation', endpoints: CHAT_RESP, why: 'padding against side channels on a shared service' },
 ];

@@ -32,6 +32,10 @@ export interface SamplingParams {
   readonly logitBias?: readonly LogitBias[];
   /** A GBNF grammar (root rule `root`) every sampled token must follow; absent: none. */
   readonly grammar?: string;
+  /** The grammar applies only from a trigger on: a token in `tokens`, or output text matching one of `patterns` (regexes). */
+  readonly grammarLazy?: { readonly patterns: readonly string[]; readonly tokens: readonly number[] };
+  /** Tokens the grammar accepts before the first output token (the chat format's generation prompt). */
+  readonly grammarPrefill?: readonly number[];
   /** Report each sampled token's log-probability and this many alternatives (0..20); absent: none. */
   readonly logprobs?: number;
 }

@@ -8,7 +8,78 @@
 export interface ChatMessage {
   readonly role: string;
   readonly content: string;
+  /** An assistant turn's tool calls (OpenAI's shape: arguments as a JSON string). */
+  readonly toolCalls?: readonly { readonly id: string; readonly name: string; readonly arguments: string }[];
+  /** A `tool` message: the call it answers. */
+  readonly toolCallId?: string;
+  /** The author's or the tool's name. */
+  readonly name?: string;
+  /** An assistant turn's reasoning, where the template renders it. */
+  readonly reasoningContent?: string;
 }
+
+/** A function the model may call (OpenAI's `tools[].function`). */
+export interface ChatTool {
+  readonly name: string;
+  readonly description?: string;
+  /** JSON Schema of the arguments. */
+  readonly parameters?: unknown;
+}
+
+/** A conversation as the chat template receives it. */
+export interface ChatRequest {
+  readonly messages: readonly ChatMessage[];
+  readonly tools?: readonly ChatTool[];
+  /** A named function is passed as 'required' with only that tool. */
+  readonly toolChoice?: 'none' | 'auto' | 'required';
+  readonly parallelToolCalls?: boolean;
+  /** Extra variables for the template (`enable_thinking`, ...). */
+  readonly templateKwargs?: Readonly<Record<string, unknown>>;
+  readonly reasoningEffort?: string;
+}
+
+/**
+ * What a model's chat format asks of sampling and parsing for one request (llama.cpp's chat code
+ * decides it from the template): a tool-call grammar, lazy (only after a trigger) or not, stop
+ * strings, tokens the detokenizer renders as text, and how to parse the output.
+ */
+export interface ChatFormat {
+  /** e.g. 'peg-native', 'Content-only'. */
+  readonly name: string;
+  readonly grammar?: string;
+  readonly grammarLazy?: { readonly patterns: readonly string[]; readonly tokens: readonly number[] };
+  readonly grammarPrefill?: readonly number[];
+  readonly additionalStops: readonly string[];
+  /** Special tokens the output parser needs to see (rendered as text by the detokenizer). */
+  readonly preservedTokens: readonly number[];
+  /** The output may hold tool calls to parse. */
+  readonly parseToolCalls: boolean;
+  /** The output may open with a reasoning block (the template thinks), parsed into reasoning_content. */
+  readonly reasoning: boolean;
+  /** Opaque to JS: what the runner's output parser is built from. */
+  readonly parserParams: string;
+}
+
+/** One choice's output parsed as its chat format says; fed text as it arrives. */
+export interface ChatOutputParser {
+  /** Adds text and parses everything so far; `final` on the last call. */
+  update(textAdded: string, final: boolean): ParsedChatOutput;
+}
+
+export interface ParsedChatOutput {
+  readonly content: string;
+  readonly reasoningContent?: string;
+  readonly toolCalls: readonly { readonly id: string; readonly name: string; readonly arguments: string }[];
+  /** What changed since the previous call, in order (stream deltas). */
+  readonly deltas: readonly ChatOutputDelta[];
+  /** The text does not parse in the format (the model broke it); content then holds what parsed. */
+  readonly error?: string;
+}
+
+export type ChatOutputDelta =
+  | { readonly kind: 'content'; readonly text: string }
+  | { readonly kind: 'reasoning'; readonly text: string }
+  | { readonly kind: 'tool_call'; readonly index: number; readonly id?: string; readonly name?: string; readonly arguments: string };
 
 /** Turns token ids back into text one token at a time, never emitting half a UTF-8 character. */
 export interface IncrementalDetokenizer {
@@ -20,9 +91,9 @@ export interface IncrementalDetokenizer {
 
 /** A prompt's tokens, or why it cannot be encoded (an expected condition, not a bug). */
 export type EncodeResult =
-  | { readonly ok: true; readonly tokens: number[] }
-  /** `nul_in_template`: the chat template would not carry a message's NUL bytes exactly. */
-  | { readonly ok: false; readonly reason: 'nul_in_template'; readonly message: string };
+  | { readonly ok: true; readonly tokens: number[]; readonly format?: ChatFormat }
+  /** `invalid_request`: the chat code refuses the conversation; `template_error`: the template raised an error on it. */
+  | { readonly ok: false; readonly reason: 'invalid_request' | 'template_error'; readonly message: string };
 
 export interface Tokenizer {
   /** Token ids are in [0, vocabSize). */
@@ -42,11 +113,18 @@ export interface Tokenizer {
    * llama tokenizer works on a pool thread; the mock yields between slices).
    */
   encodeText(text: string, addBos: boolean): Promise<number[]>;
-  /** The chat template over the exact characters of every message (NUL included), then its tokens (BOS added). */
-  encodeChat(messages: readonly ChatMessage[]): Promise<EncodeResult>;
+  /**
+   * The chat template over the exact characters of every message (NUL included), then its tokens
+   * (BOS as the vocabulary asks); text in a message that spells a control token stays text unless
+   * the tokenizer was built to parse it.
+   */
+  encodeChat(chat: ChatRequest): Promise<EncodeResult>;
   /** The model's chat template applied to the messages, with the assistant turn opened. */
   applyChatTemplate(messages: readonly ChatMessage[]): string;
-  detokenizer(): IncrementalDetokenizer;
+  /** Tools and output parsing (absent on the mock, so the API refuses `tools` there). */
+  openChatParser?(format: ChatFormat): ChatOutputParser;
+  /** `asText`: control tokens rendered as their text instead of nothing (a chat format's markup). */
+  detokenizer(asText?: readonly number[]): IncrementalDetokenizer;
   /** The raw bytes one token stands for (possibly part of a UTF-8 character; none for control tokens): log-probability entries name tokens by these. */
   tokenBytes(token: number): Uint8Array;
   /**

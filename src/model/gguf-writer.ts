@@ -20,7 +20,9 @@ export type KvValue =
   | { readonly type: 'bool'; readonly value: boolean }
   | { readonly type: 'string'; readonly value: string }
   | { readonly type: 'string[]'; readonly value: readonly string[] }
-  | { readonly type: 'f32[]' | 'i32[]'; readonly value: ArrayLike<number> };
+  | { readonly type: 'f32[]' | 'i32[]'; readonly value: ArrayLike<number> }
+  /** A value copied from another GGUF as stored (gguf-reader.ts): its type number and its bytes after the type field. */
+  | { readonly type: 'raw'; readonly ggufType: number; readonly bytes: Uint8Array };
 
 export interface TensorSpec {
   readonly name: string;
@@ -121,6 +123,10 @@ function writeKv(sink: ByteSink, key: string, kv: KvValue): void {
       sink.u32(KvType.STRING);
       sink.u64(kv.value.length);
       for (const s of kv.value) sink.str(s);
+      return;
+    case 'raw':
+      sink.u32(kv.ggufType);
+      sink.raw(Buffer.from(kv.bytes));
       return;
     case 'f32[]':
     case 'i32[]': {

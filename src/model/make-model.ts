@@ -1,9 +1,13 @@
-// Writes a llama-architecture GGUF with seeded random weights and a byte-fallback SPM vocabulary.
-// Deterministic: the same shape, quant and seed give the same bytes.
+// Writes a llama-architecture GGUF with seeded random weights and either a byte-fallback SPM
+// vocabulary of its own or a real model's vocabulary copied from another GGUF (`vocabFrom`: every
+// `tokenizer.*` key byte for byte, so llama.cpp tokenizes, templates and stops exactly as it does
+// for that model; the shape's vocabSize becomes the vocabulary's). Deterministic: the same shape,
+// quant, seed and vocabulary give the same bytes.
 import { GgmlType, writeGguf } from './gguf-writer.ts';
 import type { KvValue, TensorSpec } from './gguf-writer.ts';
 import { constantF32, randomTensor, streamSeed } from './random-weights.ts';
 import { buildSpmVocab } from './spm-vocab.ts';
+import { readGgufMetadata } from './gguf-reader.ts';
 import { countParams } from './presets.ts';
 import type { ModelShape } from './presets.ts';
 
@@ -22,8 +26,22 @@ export interface MakeModelOptions {
   readonly weightStd?: number;
   /** Override the EOS token id (tests use it to make a known token end generation). */
   readonly eosTokenId?: number;
-  /** A chat template to store as tokenizer.chat_template (none by default: the runner falls back to ChatML). */
+  /** A chat template to store as tokenizer.chat_template (replaces one copied with `vocabFrom`). */
   readonly chatTemplate?: string;
+  /** A GGUF whose tokenizer (every `tokenizer.*` key, the chat template included) the model takes. */
+  readonly vocabFrom?: string;
+}
+
+/** The tokenizer keys of another GGUF, as stored, and its vocabulary size. */
+function foreignTokenizer(path: string): { keys: Map<string, KvValue>; vocabSize: number } {
+  const meta = readGgufMetadata(path);
+  const keys = new Map<string, KvValue>();
+  for (const [key, e] of meta.entries) {
+    if (key.startsWith('tokenizer.')) keys.set(key, { type: 'raw', ggufType: e.type, bytes: e.raw });
+  }
+  const tokens = meta.entries.get('tokenizer.ggml.tokens')?.value;
+  if (!Array.isArray(tokens) || tokens.length === 0) throw new Error(`--vocab-from: ${path} has no tokenizer.ggml.tokens`);
+  return { keys, vocabSize: tokens.length };
 }
 
 export interface MadeModel {
@@ -54,11 +72,14 @@ export function modelName(preset: string, quant: Quant): string {
 }
 
 export function makeModel(opts: MakeModelOptions): MadeModel {
-  const { shape: s, quant, seed } = opts;
+  const { quant, seed } = opts;
   if (!Number.isInteger(seed) || seed < 0) throw new Error(`seed: expected a non-negative integer, got ${seed}`);
+  const foreign = opts.vocabFrom === undefined ? null : foreignTokenizer(opts.vocabFrom);
+  const s: ModelShape = foreign === null ? opts.shape : { ...opts.shape, vocabSize: foreign.vocabSize };
   validateShape(s, quant);
-  const vocab = buildSpmVocab(s.vocabSize);
-  const eosId = opts.eosTokenId ?? vocab.eosId;
+  if (foreign !== null && opts.eosTokenId !== undefined) throw new Error('eosTokenId: not with vocabFrom (the vocabulary names its own)');
+  const vocab = foreign === null ? buildSpmVocab(s.vocabSize) : null;
+  const eosId = opts.eosTokenId ?? vocab?.eosId ?? 0;
   if (eosId < 0 || eosId >= s.vocabSize) throw new Error(`eosTokenId: expected 0..${s.vocabSize - 1}, got ${eosId}`);
   const headDim = s.embeddingLength / s.headCount;
   const wType = quant === 'f16' ? GgmlType.F16 : GgmlType.Q8_0;
@@ -79,15 +100,19 @@ export function makeModel(opts: MakeModelOptions): MadeModel {
   md.set('llama.rope.dimension_count', { type: 'u32', value: headDim });
   md.set('llama.rope.freq_base', { type: 'f32', value: s.ropeFreqBase });
   md.set('llama.vocab_size', { type: 'u32', value: s.vocabSize });
-  md.set('tokenizer.ggml.model', { type: 'string', value: 'llama' });
-  md.set('tokenizer.ggml.tokens', { type: 'string[]', value: vocab.tokens });
-  md.set('tokenizer.ggml.scores', { type: 'f32[]', value: vocab.scores });
-  md.set('tokenizer.ggml.token_type', { type: 'i32[]', value: vocab.types });
-  md.set('tokenizer.ggml.bos_token_id', { type: 'u32', value: vocab.bosId });
-  md.set('tokenizer.ggml.eos_token_id', { type: 'u32', value: eosId });
-  md.set('tokenizer.ggml.unknown_token_id', { type: 'u32', value: vocab.unkId });
-  md.set('tokenizer.ggml.add_bos_token', { type: 'bool', value: true });
-  md.set('tokenizer.ggml.add_eos_token', { type: 'bool', value: false });
+  if (foreign !== null) {
+    for (const [key, kv] of foreign.keys) md.set(key, kv);
+  } else if (vocab !== null) {
+    md.set('tokenizer.ggml.model', { type: 'string', value: 'llama' });
+    md.set('tokenizer.ggml.tokens', { type: 'string[]', value: vocab.tokens });
+    md.set('tokenizer.ggml.scores', { type: 'f32[]', value: vocab.scores });
+    md.set('tokenizer.ggml.token_type', { type: 'i32[]', value: vocab.types });
+    md.set('tokenizer.ggml.bos_token_id', { type: 'u32', value: vocab.bosId });
+    md.set('tokenizer.ggml.eos_token_id', { type: 'u32', value: eosId });
+    md.set('tokenizer.ggml.unknown_token_id', { type: 'u32', value: vocab.unkId });
+    md.set('tokenizer.ggml.add_bos_token', { type: 'bool', value: true });
+    md.set('tokenizer.ggml.add_eos_token', { type: 'bool', value: false });
+  }
   if (opts.chatTemplate !== undefined) md.set('tokenizer.chat_template', { type: 'string', value: opts.chatTemplate });
 
   const d = s.embeddingLength;

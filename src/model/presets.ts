@@ -1,5 +1,7 @@
 // Model shapes. All are llama-architecture, random-weight models with a byte-fallback SPM vocab.
 //
+// - micro: ~0.1M parameters besides the embeddings; for tests around real vocabularies
+//   (`model make --vocab-from`), where a 150k-token embedding table at tiny's width is 115 MB.
 // - tiny: ~19M parameters, ~37 MiB as F16; fast enough for tests and the default `npm start`.
 // - small: ~70M parameters, sized so that a 600-token prefill and batch-8 decode on 2 cores make a
 //   2–4 s SLO meaningful (see results/calibration/).
@@ -19,10 +21,21 @@ export interface ModelShape {
   readonly rmsEps: number;
 }
 
-export const PRESET_NAMES = ['tiny', 'small', '0.5b'] as const;
+export const PRESET_NAMES = ['micro', 'tiny', 'small', '0.5b'] as const;
 export type PresetName = (typeof PRESET_NAMES)[number];
 
 export const PRESETS: Readonly<Record<PresetName, ModelShape>> = {
+  micro: {
+    embeddingLength: 64,
+    blockCount: 2,
+    feedForwardLength: 128,
+    headCount: 2,
+    headCountKv: 1,
+    vocabSize: 8000,
+    contextLength: 8192,
+    ropeFreqBase: 10000,
+    rmsEps: 1e-5,
+  },
   tiny: {
     embeddingLength: 384,
     blockCount: 10,

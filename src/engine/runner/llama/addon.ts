@@ -10,7 +10,7 @@ const require = createRequire(import.meta.url);
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..');
 
 /** The addon's interface version (native/src/addon.cpp): 3 added the sampler config object, checkGrammar and log-probabilities; 4 decodeSync and the hand-off times; 5 pauseThreads; 6 warm host memory (prepareHostBytes, hostBytesStats); 7 pinThreads and info().pinnedThreads; 8 decode segments (segmentEnds, numCalls). */
-export const ADDON_ABI_VERSION = 8;
+export const ADDON_ABI_VERSION = 9;
 
 /** Where `npm install` (scripts/build-native.mjs) puts the addon. */
 export const DEFAULT_ADDON_PATH = join(repoRoot, 'native', 'build', 'Release', 'headroom_llama.node');
@@ -61,6 +61,12 @@ export interface AddonSamplerConfig {
   readonly logitBiasValues: Float32Array;
   /** GBNF with a `root` rule; '' = none. */
   readonly grammar: string;
+  /** The grammar constrains nothing until a trigger token or a text matching a trigger pattern (tool calls under tool_choice auto). */
+  readonly grammarLazy: boolean;
+  readonly triggerPatterns: readonly string[];
+  readonly triggerTokens: Int32Array;
+  /** Tokens the grammar accepts before the output (the chat format's generation prompt). */
+  readonly grammarPrefill: Int32Array;
   /** -1: no log-probabilities; else alternatives reported per sampled token (0..20). */
   readonly logprobs: number;
   /** The sequence's tokens before the first one this chain samples (prompt, then earlier output). */
@@ -122,15 +128,44 @@ export interface AddonContextInfo {
   readonly maxTokenBytes: number;
   /** The linear tokenizer (native/src/fast_tokenizer.h) is in use; false: llama_tokenize for everything. */
   readonly fastTokenizer: boolean;
+  /** How raw text is tokenized: 'spm' (the addon's SPM merge), 'per-fragment' (llama_tokenize per fragment between special tokens) or 'llama_tokenize'. */
+  readonly tokenizerPath: string;
+}
+
+/** What chatInit says about the chat template it loaded. */
+export interface AddonChatInfo {
+  /** 'gguf', 'override' or 'chatml (none in GGUF)'. */
+  readonly source: string;
+  readonly toolUseTemplate: boolean;
+  /** The template renders a thinking block (enable_thinking defaults to true then, as in llama-server). */
+  readonly supportsThinking: boolean;
+  readonly caps: Readonly<Record<string, boolean>>;
+  /** The template's source text. */
+  readonly template: string;
+}
+
+/** chatRender's result: the prompt text, its literal byte ranges (message text spelling control tokens) and the format params (JSON). */
+export interface AddonChatRendered {
+  readonly prompt: string;
+  readonly literal: Int32Array;
+  readonly params: string;
 }
 
 /** What a tokenization off the JS thread resolved with. */
 export interface AddonTokenizeResult {
-  /** 0 ok; 1 chat template not recognised; 2 NUL bytes could not be carried through the template. */
+  /** 0 ok; for chat: 1 a request llama.cpp's chat code refuses, 2 the template failed on it (`error` says why). */
   readonly status: number;
   readonly tokens: Int32Array;
   /** Wall time of the worker body (templating + tokenizing), µs. */
   readonly workerUs: number;
+  /** Chat only: the format params (JSON) and the refusal's message. */
+  readonly params?: string;
+  readonly error?: string;
+}
+
+/** llama.cpp's chat output parser for one response (native/src/chat_parser.h); returns JSON. */
+export interface AddonChatParser {
+  update(textAdded: string, isPartial: boolean): string;
 }
 
 /** The native object: one model + one context (see native/src/context.h for its invariants). */
@@ -171,15 +206,17 @@ export interface AddonContext {
   tokenize(text: string, addSpecial: boolean, parseSpecial: boolean, viaLlama?: boolean): Int32Array;
   /** Special tokens parsed; runs on the libuv pool. */
   tokenizeAsync(text: string | Buffer, addSpecial: boolean): Promise<AddonTokenizeResult>;
-  /** Chat template over the exact bytes of every message, then tokenized; runs on the libuv pool. */
-  chatTokenizeAsync(messages: readonly { role: string; content: string | Buffer }[], template: string, addSpecial: boolean): Promise<AddonTokenizeResult>;
-  /** The raw bytes a token stands for (a byte-fallback token gives one byte; control tokens give none). */
-  tokenPiece(token: number): Buffer;
+  /** Loads the chat template (the GGUF's, `override` when not '', ChatML when neither); throws when it does not parse. */
+  chatInit(override: string): string;
+  /** The request (OpenAI's chat shapes, JSON) rendered on the calling thread; throws a TypeError for a request the chat code refuses. */
+  chatRender(requestJson: string, literalControlText: boolean): AddonChatRendered;
+  /** The request rendered and tokenized on the libuv pool (see AddonTokenizeResult.status). */
+  chatTokenizeAsync(requestJson: string, literalControlText: boolean): Promise<AddonTokenizeResult>;
+  /** The raw bytes a token stands for (a byte-fallback token gives one byte; control tokens give none unless `special`). */
+  tokenPiece(token: number, special?: boolean): Buffer;
   isEog(token: number): boolean;
   /** tokenizer.chat_template from the GGUF, or null. */
   chatTemplate(): string | null;
-  /** llama_chat_apply_template with the assistant turn opened; null when the template is not recognised. */
-  applyChatTemplate(messages: readonly { role: string; content: string }[], template: string): string | null;
   info(): AddonContextInfo;
   close(): void;
 }
@@ -194,6 +231,7 @@ export interface AddonHostBytesStats {
 
 export interface LlamaAddon {
   readonly HeadroomLlama: new (options: AddonContextOptions) => AddonContext;
+  readonly ChatParser: new (paramsJson: string) => AddonChatParser;
   readonly abiVersion: number;
 }
 

@@ -62,6 +62,10 @@ export interface LlamaRunnerOptions {
    * (step-layout.ts). False: every step is one call.
    */
   readonly splitSteps?: boolean;
+  /** A Jinja chat template (its text) to use instead of the GGUF's `tokenizer.chat_template`. */
+  readonly chatTemplate?: string;
+  /** Tokenize control-token text inside chat messages as control tokens, as llama-server and vLLM do (default false: as text). */
+  readonly parseSpecialInMessages?: boolean;
   /** Addon path (default native/build/Release/headroom_llama.node); tests point it elsewhere. */
   readonly addonPath?: string;
   /** Pass all llama.cpp logs through (default: warnings and errors only, or all with HEADROOM_LLAMA_LOG=1 in the environment). */
@@ -131,6 +135,10 @@ function samplerConfig(item: StepItem): AddonSamplerConfig {
     logitBiasIds: Int32Array.from(bias, (b) => b.tokenId),
     logitBiasValues: Float32Array.from(bias, (b) => b.bias),
     grammar: s.grammar ?? '',
+    grammarLazy: s.grammarLazy !== undefined,
+    triggerPatterns: s.grammarLazy?.patterns ?? [],
+    triggerTokens: Int32Array.from(s.grammarLazy?.tokens ?? []),
+    grammarPrefill: Int32Array.from(s.grammarPrefill ?? []),
     logprobs: s.logprobs ?? -1,
     history: Int32Array.from(item.samplerHistory?.tokens ?? []),
     numPromptTokens: item.samplerHistory?.numPromptTokens ?? 0,
@@ -200,7 +208,15 @@ export class LlamaRunner implements Runner {
       ...(opts.threadPoll === undefined ? {} : { threadPoll: opts.threadPoll }),
     });
     const ci = this.#ctx.info();
-    this.tokenizer = new LlamaTokenizer(this.#ctx, ci.nVocab, ci.maxTokenBytes === 0 ? Infinity : ci.maxTokenBytes);
+    try {
+      this.tokenizer = new LlamaTokenizer(addon, this.#ctx, ci.nVocab, ci.maxTokenBytes === 0 ? Infinity : ci.maxTokenBytes, {
+        ...(opts.chatTemplate === undefined ? {} : { chatTemplate: opts.chatTemplate }),
+        parseSpecialInMessages: opts.parseSpecialInMessages === true,
+      });
+    } catch (err) {
+      this.#ctx.close();
+      throw new Error(`${opts.chatTemplate === undefined ? "the GGUF's chat template" : 'the --chat-template'} cannot be used: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    }
     this.info = {
       name: 'llama',
       modelId: opts.modelId ?? basename(opts.modelPath).replace(/\.gguf$/i, ''),
@@ -223,6 +239,10 @@ export class LlamaRunner implements Runner {
         pinnedThreads: ci.pinnedThreads,
         splitSteps: this.#splitSteps,
         chatTemplate: this.tokenizer.chatTemplateSource,
+        chatTemplateCaps: this.tokenizer.chatInfo.caps,
+        thinkingByDefault: this.tokenizer.chatInfo.supportsThinking,
+        parseSpecialInMessages: this.tokenizer.parseSpecialInMessages,
+        tokenizerPath: ci.tokenizerPath,
       },
     };
   }

@@ -5,7 +5,7 @@
 // become several byte tokens: the detokenizer must reassemble them (as with a real model).
 
 import { ByteDetokenizer } from '../byte-detokenizer.ts';
-import type { ChatMessage, EncodeResult, IncrementalDetokenizer, Tokenizer } from '../../tokenizer.ts';
+import type { ChatMessage, ChatRequest, EncodeResult, IncrementalDetokenizer, Tokenizer } from '../../tokenizer.ts';
 import { templateBytesPerMessage } from '../template-probe.ts';
 
 export const UNK_ID = 0;
@@ -123,8 +123,8 @@ export class MockTokenizer implements Tokenizer {
     return encodeAsync(text, addBos);
   }
 
-  async encodeChat(messages: readonly ChatMessage[]): Promise<EncodeResult> {
-    return { ok: true, tokens: await encodeAsync(this.applyChatTemplate(messages), true) };
+  async encodeChat(chat: ChatRequest): Promise<EncodeResult> {
+    return { ok: true, tokens: await encodeAsync(this.applyChatTemplate(chat.messages), true) };
   }
 
   detokenizer(): IncrementalDetokenizer {
