@@ -1,6 +1,7 @@
 #include "chat_templates.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cctype>
 #include <regex>
 #include <stdexcept>
@@ -135,6 +136,9 @@ ChatRendered ChatTemplates::render(const std::string& requestJson, bool literalC
     inputs.add_generation_prompt = false;
   }
   inputs.reasoning_format = common_reasoning_format_from_name(body.value("reasoning_format", std::string("deepseek")));
+  // The clock templates read (strftime_now, Llama 3's "Today Date"); tests pin it to compare with
+  // fixtures made on another day. Seconds since the epoch.
+  if (body.contains("now")) inputs.now = std::chrono::system_clock::time_point(std::chrono::seconds(body.value("now", static_cast<int64_t>(0))));
   inputs.enable_thinking = supportsThinking_;
   if (body.contains("chat_template_kwargs")) {
     for (const auto& entry : body.at("chat_template_kwargs").items()) inputs.chat_template_kwargs[entry.key()] = entry.value().dump();

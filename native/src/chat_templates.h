@@ -37,7 +37,8 @@ class ChatTemplates {
   ~ChatTemplates();
 
   // requestJson: {messages, tools?, tool_choice?, parallel_tool_calls?, chat_template_kwargs?,
-  // reasoning_format?, reasoning_effort?} in OpenAI's shapes. Throws std::invalid_argument for a
+  // reasoning_format?, reasoning_effort?, now? (epoch seconds: the date templates print)} in
+  // OpenAI's shapes. Throws std::invalid_argument for a
   // request the chat code refuses (the caller's 400) and std::runtime_error when the template
   // fails to render (500).
   ChatRendered render(const std::string& requestJson, bool literalControlText) const;

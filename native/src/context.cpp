@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -353,6 +354,26 @@ llama_sampler* withHistory(llama_sampler* s, const int32_t* tokens, size_t n) {
   return s;
 }
 
+// The chat format's generation prompt, fed to a fresh grammar while the grammar allows each token.
+// llama-server feeds all of it and fails when the grammar covers only its start (Gemma 4's with
+// thinking off ends in an empty thought channel its tool grammar does not spell); here the grammar
+// resumes after the part it covers, and the output then starts where the grammar expects it to.
+llama_sampler* withPrefill(llama_sampler* g, const std::vector<int32_t>& tokens) {
+  for (int32_t t : tokens) {
+    llama_token_data one{t, 0.0f, 0.0f};
+    llama_token_data_array cur{&one, 1, -1, false};
+    llama_sampler_apply(g, &cur);
+    if (!std::isfinite(one.logit)) break;
+    try {
+      llama_sampler_accept(g, t);
+    } catch (const std::exception&) {
+      llama_sampler_free(g);
+      return nullptr;
+    }
+  }
+  return g;
+}
+
 }  // namespace
 
 // setSampler(seq, config) -> boolean: a fresh sampler chain for this sequence. config holds
@@ -450,7 +471,7 @@ Napi::Value HeadroomLlama::SetSampler(const Napi::CallbackInfo& info) {
     } else {
       g = llama_sampler_init_grammar(vocab_, grammar.c_str(), "root");
     }
-    if (g != nullptr && !prefill.empty()) g = withHistory(g, prefill.data(), prefill.size());
+    if (g != nullptr && !prefill.empty()) g = withPrefill(g, prefill);
     if (g != nullptr) g = withHistory(g, output, numOutput);
     if (g == nullptr) ok = false;
     else llama_sampler_chain_add(s, g);
@@ -762,6 +783,7 @@ Napi::Value HeadroomLlama::Info(const Napi::CallbackInfo& info) {
   o.Set("maxTokenBytes", Napi::Number::New(env, static_cast<double>(tokenizer_->maxTokenBytes())));
   o.Set("fastTokenizer", Napi::Boolean::New(env, tokenizer_->fast()));
   o.Set("tokenizerPath", Napi::String::New(env, tokenizer_->modeName()));
+  o.Set("specialSplit", Napi::String::New(env, tokenizer_->onePass() ? "one-pass" : "per-token"));
   return o;
 }
 

@@ -50,6 +50,8 @@ class FastTokenizer {
   const llama_vocab* vocab() const { return vocab_; }
   // "spm", "per-fragment" or "llama_tokenize": how raw text is tokenized (the load log says it).
   const char* modeName() const;
+  // The special-token split is one pass over the trie (false: one pass per special token).
+  bool onePass() const { return onePass_; }
   // Leftmost-longest occurrences of control (and unknown) token texts in `text`: what a message
   // would smuggle in as markup.
   ByteRanges controlTexts(std::string_view text) const;

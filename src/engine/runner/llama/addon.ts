@@ -130,6 +130,8 @@ export interface AddonContextInfo {
   readonly fastTokenizer: boolean;
   /** How raw text is tokenized: 'spm' (the addon's SPM merge), 'per-fragment' (llama_tokenize per fragment between special tokens) or 'llama_tokenize'. */
   readonly tokenizerPath: string;
+  /** How special tokens are split out: 'one-pass' (a trie, when no two special texts can overlap) or 'per-token' (llama.cpp's order, one pass per special token). */
+  readonly specialSplit: string;
 }
 
 /** What chatInit says about the chat template it loaded. */

@@ -243,6 +243,7 @@ export class LlamaRunner implements Runner {
         thinkingByDefault: this.tokenizer.chatInfo.supportsThinking,
         parseSpecialInMessages: this.tokenizer.parseSpecialInMessages,
         tokenizerPath: ci.tokenizerPath,
+        specialSplit: ci.specialSplit,
       },
     };
   }
