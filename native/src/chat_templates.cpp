@@ -70,7 +70,11 @@ ByteRanges restoreControlText(std::string& prompt, const Literals& lit) {
 // llama.cpp's tool grammar lets free text come first (`until-N?`, Gemma 4's `message*
 // scan-to-toolcall`), which a model may never leave; those items are dropped from the root rule,
 // so the first token after the generation prompt (and an optional reasoning block) opens the call.
-std::string forceCall(const std::string& grammar) {
+//
+// With parallel_tool_calls false, a forced call is one call: llama.cpp's `tool-calls ::= (tool-call
+// space)+` would let a model that never stops add calls until max_tokens.
+std::string forceCall(std::string grammar, bool parallel) {
+  if (!parallel) grammar = std::regex_replace(grammar, std::regex(R"(\ntool-calls ::= \(tool-call space\)\+\n)"), "\ntool-calls ::= tool-call space\n");
   static const std::regex item(R"(\s(until-[0-9]+\?|message\*|scan-to-toolcall)(?=\s|$))");
   size_t at = grammar.rfind("\nroot ::= ");
   at = at == std::string::npos ? (grammar.compare(0, 9, "root ::= ") == 0 ? 0 : std::string::npos) : at + 1;
@@ -160,7 +164,7 @@ ChatRendered ChatTemplates::render(const std::string& requestJson, bool literalC
   common_chat_params p = common_chat_templates_apply(tmpls_.get(), inputs);
   if (inputs.tool_choice == COMMON_CHAT_TOOL_CHOICE_REQUIRED && !inputs.tools.empty()) {
     if (p.grammar.empty()) throw std::invalid_argument("this model's chat template has no tool-call format, so tool_choice \"required\" (or a named function) cannot be enforced");
-    p.grammar = forceCall(p.grammar);
+    p.grammar = forceCall(p.grammar, inputs.parallel_tool_calls);
   }
   ChatRendered r;
   r.literal = restoreControlText(p.prompt, lit);

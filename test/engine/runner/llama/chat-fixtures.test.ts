@@ -1,0 +1,129 @@
+// Headroom's chat-templated prompt tokens equal llama.cpp's `llama-server --jinja`, token for token,
+// for every chat template llama.cpp ships and a fixed corpus of conversations (system or none,
+// multi-turn, developer, tools, tool-call history, enable_thinking off/on, whitespace-padded
+// content). The expected prompts and tokens come from llama-server itself, recorded once per
+// llama.cpp commit by bench/peer/chat-fixtures.ts into test/fixtures/chat-templates.json; where
+// llama-server refused a request, Headroom must refuse it too.
+process.env['TZ'] = 'UTC'; // llama-server rendered the templates' dates (strftime_now) in UTC
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadLlamaAddon, llamaBinsDir } from '../../../../src/engine/runner/llama/addon.ts';
+import type { AddonContext } from '../../../../src/engine/runner/llama/addon.ts';
+import { LLAMA_MODELS_DIR, LLAMA_TEMPLATES_DIR, realVocabModel } from '../../../helpers/real-vocab.ts';
+
+interface FixtureCase {
+  name: string;
+  request: Record<string, unknown>;
+  prompt?: string;
+  tokens?: number[];
+  error?: { status: number; message: string };
+}
+interface Fixtures {
+  llamaCommit: string;
+  now: number;
+  templates: Record<string, { vocab: string; error?: string; cases: FixtureCase[] }>;
+}
+
+const FIXTURES = join(import.meta.dirname, '..', '..', '..', 'fixtures', 'chat-templates.json');
+
+function firstDiff<T>(a: ArrayLike<T>, b: ArrayLike<T>): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return i;
+  return a.length === b.length ? -1 : n;
+}
+
+/** Text around a differing index, both sides. */
+function around(got: string, want: string, i: number): string {
+  const cut = (s: string): string => JSON.stringify(s.slice(Math.max(0, i - 20), i + 40));
+  return `headroom ${cut(got)} vs llama-server ${cut(want)}`;
+}
+
+function errorText(e: unknown): string {
+  return (e instanceof Error ? e.message : String(e)).split('\n').filter((l) => l.trim() !== '' && !/^-+$/.test(l.trim())).slice(-1)[0] ?? '';
+}
+
+test("chat templates: Headroom's prompt tokens equal llama-server --jinja's for every shipped template", async (t) => {
+  const fixtures = JSON.parse(readFileSync(FIXTURES, 'utf8')) as Fixtures;
+  const vendored = execFileSync('git', ['-C', join(LLAMA_MODELS_DIR, '..'), 'rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
+  assert.equal(fixtures.llamaCommit, vendored, `test/fixtures/chat-templates.json was made at llama.cpp ${fixtures.llamaCommit}, the vendored llama.cpp is ${vendored}: regenerate with bench/peer/chat-fixtures.ts (bench/peer/README.md)`);
+
+  const addon = loadLlamaAddon();
+  const contexts = new Map<string, AddonContext>();
+  const open = (vocab: string): AddonContext => {
+    let ctx = contexts.get(vocab);
+    if (ctx === undefined) {
+      ctx = new addon.HeadroomLlama({ modelPath: realVocabModel(vocab), binsDir: llamaBinsDir(), nCtx: 2048, nCtxMax: 2048, nSeqMax: 1, nBatch: 512, nUbatch: 512, threads: 1, threadsBatch: 1, verbose: false });
+      contexts.set(vocab, ctx);
+    }
+    return ctx;
+  };
+
+  let equal = 0;
+  let total = 0;
+  let refusedBoth = 0;
+  const mismatches: string[] = [];
+  try {
+    for (const [file, tmpl] of Object.entries(fixtures.templates)) {
+      const ctx = open(tmpl.vocab);
+      const source = readFileSync(join(LLAMA_TEMPLATES_DIR, file), 'utf8');
+      let initError: string | undefined;
+      try {
+        ctx.chatInit(source);
+      } catch (e) {
+        initError = errorText(e);
+      }
+      if (tmpl.error !== undefined) {
+        total++;
+        if (initError !== undefined) {
+          equal++;
+          refusedBoth++;
+        } else mismatches.push(`${file}: llama-server cannot load it (${tmpl.error}), Headroom loads it`);
+        continue;
+      }
+      for (const c of tmpl.cases) {
+        total++;
+        const where = `${file} / ${c.name}`;
+        if (initError !== undefined) {
+          mismatches.push(`${where}: Headroom's chatInit throws (${initError}), llama-server renders it`);
+          continue;
+        }
+        const json = JSON.stringify({ ...c.request, now: fixtures.now });
+        const r = await ctx.chatTokenizeAsync(json, true);
+        if (c.error !== undefined) {
+          if (r.status === 1 || r.status === 2) {
+            equal++;
+            refusedBoth++;
+          } else mismatches.push(`${where}: llama-server refuses it (${c.error.status}: ${errorText(new Error(c.error.message))}), Headroom renders it`);
+          continue;
+        }
+        if (r.status !== 0) {
+          mismatches.push(`${where}: Headroom refuses it (status ${r.status}: ${errorText(new Error(r.error ?? ''))}), llama-server renders it`);
+          continue;
+        }
+        const want = c.tokens ?? [];
+        const at = firstDiff(Array.from(r.tokens), want);
+        if (at < 0) {
+          equal++;
+          continue;
+        }
+        let prompt = '';
+        try {
+          prompt = ctx.chatRender(json, true).prompt;
+        } catch (e) {
+          prompt = `<chatRender threw: ${errorText(e)}>`;
+        }
+        const want_ = c.prompt ?? '';
+        const p = firstDiff(prompt, want_);
+        const promptNote = p < 0 ? 'prompts equal' : `prompts differ at char ${p}: ${around(prompt, want_, p)}`;
+        mismatches.push(`${where}: tokens differ at index ${at} (headroom ${r.tokens[at]}, llama-server ${want[at]}; lengths ${r.tokens.length}/${want.length}); ${promptNote}`);
+      }
+    }
+  } finally {
+    for (const ctx of contexts.values()) ctx.close();
+  }
+  t.diagnostic(`${equal}/${total} equal to llama-server (${refusedBoth} refused by both), ${Object.keys(fixtures.templates).length} templates, ${contexts.size} vocabularies`);
+  assert.equal(mismatches.length, 0, `${mismatches.length} of ${total} differ from llama-server:\n${mismatches.join('\n')}`);
+});
