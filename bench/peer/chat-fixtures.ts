@@ -6,7 +6,8 @@
 // token, without llama-server. Generated once per llama.cpp commit; the fixture records the commit.
 //
 //   node --import tsx bench/peer/chat-fixtures.ts --llama-server PATH [--out test/fixtures/chat-templates.json]
-//   (or LLAMA_SERVER=PATH; bench/peer/build-llama-server.sh builds it from the vendored commit)
+//   (or LLAMA_SERVER=PATH; bench/peer/build-llama-server.sh builds it from the vendored commit;
+//   --only TEXT: just the templates whose file name contains TEXT, to look at one)
 //
 // One micro model (random weights, a real vocabulary, no template: test/helpers/real-vocab.ts) per
 // vocabulary; llama-server is started once per template on it with --chat-template-file, TZ=UTC,
@@ -301,7 +302,7 @@ async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
       'llama-server': { type: 'string' },
-      out: { type: 'string', default: join(repoRoot, 'test', 'fixtures', 'chat-templates.json') },
+      out: { type: 'string' },
       only: { type: 'string' },
     },
   });
@@ -310,6 +311,11 @@ async function main(): Promise<void> {
     console.error('usage: node --import tsx bench/peer/chat-fixtures.ts --llama-server PATH [--out FILE] (or LLAMA_SERVER=PATH)');
     process.exit(2);
   }
+  if (values.only !== undefined && values.out === undefined) {
+    console.error('chat-fixtures: --only needs --out (a subset must not replace the fixture)');
+    process.exit(2);
+  }
+  const out = values.out ?? join(repoRoot, 'test', 'fixtures', 'chat-templates.json');
   const vendor = join(repoRoot, 'native', 'vendor', 'llama.cpp');
   const llamaCommit = execFileSync('git', ['-C', vendor, 'rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
   // `--version` prints to stderr: read both streams.
@@ -349,7 +355,7 @@ async function main(): Promise<void> {
     templates[file] = { vocab, cases };
     const bad = cases.filter((c) => c.error !== undefined);
     refused += bad.length;
-    console.error(`${file} [${vocab}]: ${cases.length - bad.length}/${cases.length} rendered (${Date.now() - t0} ms)${bad.map((c) => `; ${c.name}: ${c.error?.message}`).join('')}`);
+    console.error(`${file} [${vocab}]: ${cases.length - bad.length}/${cases.length} rendered (${Date.now() - t0} ms)${bad.map((c) => `; ${c.name}: ${c.error?.status} ${lastLines(c.error?.message ?? '', 1)}`).join('')}`);
   }
   const end = Math.floor(Date.now() / 1000);
   if (day(end) !== day(now)) throw new Error(`the UTC date changed during generation (${day(now)} → ${day(end)}); run it again`);
@@ -362,8 +368,8 @@ async function main(): Promise<void> {
     corpus: CORPUS.map((c) => c.name),
     templates,
   };
-  writeFileSync(values.out, formatFixtures(fixtures));
-  console.error(`${files.length} templates (${failed} llama-server cannot load), ${refused} refused cases → ${values.out}`);
+  writeFileSync(out, formatFixtures(fixtures));
+  console.error(`${files.length} templates (${failed} llama-server cannot load), ${refused} refused cases → ${out}`);
 }
 
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
