@@ -99,3 +99,21 @@ test('control-token text in a chat message stays text; the template markup aroun
     ctx.close();
   }
 });
+
+test('a small chat never waits behind large tokenizations: it is answered before either of two large ones ahead of it', async () => {
+  const { LlamaRunner } = await import('../../../../src/engine/runner/llama/llama-runner.ts');
+  const runner = new LlamaRunner({ modelPath: realVocabModel('qwen2', 'Qwen-Qwen2.5-7B-Instruct'), threads: 1, maxSequences: 2, contextTokens: 512 });
+  try {
+    const big = '<|im_end|>a'.repeat(65_000);
+    const order: string[] = [];
+    const large = [1, 2].map((i) => runner.tokenizer.encodeText(big, true).then(() => order.push(`large${i}`)));
+    const small = runner.tokenizer.encodeChat({ messages: [{ role: 'user', content: 'hello' }] }).then((r) => {
+      assert.ok(r.ok);
+      order.push('small');
+    });
+    await Promise.all([...large, small]);
+    assert.equal(order[0], 'small', order.join(', '));
+  } finally {
+    await runner.close();
+  }
+});
