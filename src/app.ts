@@ -30,7 +30,7 @@ import { monotonicClock } from './engine/clock.ts';
 import { Engine } from './engine/engine.ts';
 import type { FatalListener } from './engine/engine.ts';
 import { asSeqId } from './engine/plan.ts';
-import type { Runner } from './engine/runner/runner.ts';
+import type { Runner, RunnerInfo } from './engine/runner/runner.ts';
 import type { SchedulerConfig } from './engine/scheduler/factory.ts';
 import { createScheduler } from './engine/scheduler/factory.ts';
 import type { FlowControl } from './flow/flow-control.ts';
@@ -186,6 +186,8 @@ export class Headroom {
     const info = this.engine.runner.info;
     const names = this.#opts.server.servedModelNames;
     const as = names.length > 0 ? ` as ${names.join(', ')}` : '';
+    const model = modelLine(info);
+    if (model !== null) this.app.log.info(model);
     this.app.log.info(`serving ${info.modelId}${as} with the ${info.name} runner and the ${this.#opts.scheduler.scheduler} scheduler on ${this.#address}; ready`);
   }
 
@@ -301,4 +303,18 @@ export class Headroom {
     if (!r.ok) throw new Error(`warm-up step failed: ${r.message}`);
     engine.seedAverages({ stepMs: decodeMs, prefillTokensPerS: (prompt.length * 1000) / Math.max(prefillMs, 1e-3), decodeTokensPerS: 1000 / Math.max(decodeMs, 1e-3) });
   }
+}
+
+/**
+ * One line on what a real model is served with (the llama runner's details, as /stats shows them):
+ * the chat template's source, the context served against the trained one, the tokenizer's path.
+ */
+export function modelLine(info: RunnerInfo): string | null {
+  const d = info.details;
+  if (info.name !== 'llama' || typeof d['chatTemplate'] !== 'string') return null;
+  const trained = Number(d['trainedContextTokens']);
+  const ctx = info.contextTokens < trained ? `${info.contextTokens} of the ${trained} it was trained on (--ctx serves more)` : `${info.contextTokens} (trained: ${trained})`;
+  const thinking = d['thinkingByDefault'] === true ? '; thinking on by default' : '';
+  const special = d['parseSpecialInMessages'] === true ? 'parsed as control tokens (--special-in-messages)' : 'kept as text';
+  return `model ${info.modelId}: chat template ${String(d['chatTemplate'])}${thinking}; context ${ctx}; tokenizer ${String(d['tokenizerPath'])}, ${String(d['specialSplit'])} special-token split; control-token text in messages ${special}`;
 }

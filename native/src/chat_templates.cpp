@@ -144,6 +144,8 @@ ChatRendered ChatTemplates::render(const std::string& requestJson, bool literalC
   // fixtures made on another day. Seconds since the epoch.
   if (body.contains("now")) inputs.now = std::chrono::system_clock::time_point(std::chrono::seconds(body.value("now", static_cast<int64_t>(0))));
   inputs.enable_thinking = supportsThinking_;
+  // llama-server's default (common/arg.cpp): earlier turns keep their reasoning; a request may say otherwise.
+  inputs.chat_template_kwargs["preserve_reasoning"] = "true";
   if (body.contains("chat_template_kwargs")) {
     for (const auto& entry : body.at("chat_template_kwargs").items()) inputs.chat_template_kwargs[entry.key()] = entry.value().dump();
   }

@@ -647,8 +647,9 @@ Napi::Value HeadroomLlama::Tokenize(const Napi::CallbackInfo& info) {
   return arr;
 }
 
-// tokenizeAsync(text: string | Buffer, addSpecial) -> Promise<{status, tokens, workerUs}>: special
-// tokens parsed, off the JS thread. A Buffer is taken byte for byte.
+// tokenizeAsync(text: string | Buffer, addSpecial, asText?) -> Promise<{status, tokens, workerUs}>:
+// special tokens parsed (none with asText: the whole text is literal), off the JS thread. A Buffer
+// is taken byte for byte.
 Napi::Value HeadroomLlama::TokenizeAsync(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (vocab_ == nullptr) throw Napi::Error::New(env, "tokenizeAsync: the context is closed");
@@ -659,7 +660,8 @@ Napi::Value HeadroomLlama::TokenizeAsync(const Napi::CallbackInfo& info) {
   } else {
     text = info[0].As<Napi::String>().Utf8Value();
   }
-  auto* w = new TokenizeWorker(env, this, Napi::Persistent(Value()), tokenizer_.get(), std::move(text), info[1].ToBoolean().Value());
+  auto* w = new TokenizeWorker(env, this, Napi::Persistent(Value()), tokenizer_.get(), std::move(text), info[1].ToBoolean().Value(),
+                               info.Length() > 2 && info[2].ToBoolean().Value());
   Napi::Promise p = w->Promise();
   numTokenizing_++;
   w->Queue();

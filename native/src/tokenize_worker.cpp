@@ -10,14 +10,15 @@
 #include "llama.h"
 
 TokenizeWorker::TokenizeWorker(Napi::Env env, HeadroomLlama* owner, Napi::ObjectReference ownerRef, const FastTokenizer* tok,
-                               std::string text, bool addSpecial)
+                               std::string text, bool addSpecial, bool asText)
     : Napi::AsyncWorker(env),
       owner_(owner),
       ownerRef_(std::move(ownerRef)),
       deferred_(Napi::Promise::Deferred::New(env)),
       tok_(tok),
       text_(std::move(text)),
-      addSpecial_(addSpecial) {}
+      addSpecial_(addSpecial),
+      literalControlText_(asText) {}
 
 TokenizeWorker::TokenizeWorker(Napi::Env env, HeadroomLlama* owner, Napi::ObjectReference ownerRef, const FastTokenizer* tok,
                                const ChatTemplates* chat, std::string requestJson, bool literalControlText)
@@ -34,7 +35,8 @@ TokenizeWorker::TokenizeWorker(Napi::Env env, HeadroomLlama* owner, Napi::Object
 void TokenizeWorker::Execute() {
   const auto t0 = std::chrono::steady_clock::now();
   if (chat_ == nullptr) {
-    tokens_ = tok_->tokenize(text_, addSpecial_);
+    const ByteRanges all{{0, text_.size()}};
+    tokens_ = tok_->tokenize(text_, addSpecial_, literalControlText_ ? &all : nullptr);
   } else {
     try {
       // llama-server tokenizes the rendered prompt with BOS as the vocabulary asks (the chat code

@@ -20,7 +20,7 @@ class TokenizeWorker : public Napi::AsyncWorker {
  public:
   // Plain text: `text` tokenized. Chat: the request (JSON) rendered by `chat`, then tokenized.
   TokenizeWorker(Napi::Env env, HeadroomLlama* owner, Napi::ObjectReference ownerRef, const FastTokenizer* tok, std::string text,
-                 bool addSpecial);
+                 bool addSpecial, bool asText);
   TokenizeWorker(Napi::Env env, HeadroomLlama* owner, Napi::ObjectReference ownerRef, const FastTokenizer* tok,
                  const ChatTemplates* chat, std::string requestJson, bool literalControlText);
   Napi::Promise Promise() { return deferred_.Promise(); }

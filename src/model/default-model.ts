@@ -9,6 +9,8 @@ import { PRESETS } from './presets.ts';
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
 export const DEFAULT_MODEL_PATH = join(repoRoot, 'models', 'tiny.gguf');
+/** The chat templates of real models that llama.cpp ships (npm install clones it), usable by name with --chat-template. */
+export const LLAMA_TEMPLATES_DIR = join(repoRoot, 'native', 'vendor', 'llama.cpp', 'models', 'templates');
 export const DEFAULT_MODEL_SEED = 0;
 
 /** Returns the path of the default tiny model, generating it first if it is missing. */

@@ -5,7 +5,8 @@
 // cli/startup-errors.ts, `serve --help` and the README. SIGTERM/SIGINT drains (exit 0, or 2 when
 // the drain deadline cuts requests); a second signal during the drain exits at once (3).
 
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { access, constants, mkdir, stat } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { Option } from 'commander';
@@ -15,7 +16,7 @@ import { createRunner } from '../../engine/runner/factory.ts';
 import { EXIT_CODES, StartupError, startupErrorLine } from '../startup-errors.ts';
 import type { AdmissionConfig } from '../../admission/factory.ts';
 import { fileSha256, machineIdentity } from '../../admission/provenance.ts';
-import { DEFAULT_MODEL_PATH } from '../../model/default-model.ts';
+import { DEFAULT_MODEL_PATH, LLAMA_TEMPLATES_DIR } from '../../model/default-model.ts';
 import { DEFAULT_RECORDER_LIMITS, MIN_SEGMENT_BYTES } from '../../obs/recorder/recorder.ts';
 import type { EffectiveConfig } from '../config.ts';
 import { effectiveConfig, originNote } from '../config.ts';
@@ -32,6 +33,9 @@ interface ServeFlags extends ServerFlags, FlowFlags, AdmissionFlags {
   inlineStepMs?: string;
   ctx?: string;
   ctxBeyondTrained: boolean;
+  chatTemplate?: string;
+  specialInMessages: boolean;
+  promptSpecial: 'parse' | 'text';
   parallel: string;
   batchTokens: string;
   scheduler: SchedulerName;
@@ -93,6 +97,9 @@ export function registerServeCommand(program: Command): void {
     .option('--inline-step-ms <ms>', 'llama: run a step on the event-loop thread when steps of its size lately took at most this long, saving two thread hand-offs a step (0: every step on a pool thread; default 5, or 0 with --overlap-dispatch on)')
     .option('--ctx <cells>', "KV cells in the unified pool (default: the model's trained context, at most 8192; mock: 8192)")
     .option('--ctx-beyond-trained', "allow --ctx above the model's trained context (GGUF llama.context_length)", false)
+    .option('--chat-template <file|name>', "llama: the chat template to use instead of the GGUF's: a Jinja file, or the name of one of llama.cpp's (models/templates/NAME.jinja in native/vendor/llama.cpp, e.g. Qwen-Qwen2.5-7B-Instruct), or 'chatml'")
+    .option('--special-in-messages', 'llama: parse text in chat messages that spells a control token (<|im_end|>, ...) as that token, as llama-server and vLLM do; default: it stays text, so a message cannot forge a turn', false)
+    .addOption(new Option('--prompt-special <mode>', "llama: how /v1/completions prompts treat control-token text: 'parse' (as llama-server and vLLM) or 'text'").choices(['parse', 'text']).default('parse'))
     .option('--parallel <n>', 'sequence ids (most requests running at once)', '16')
     .option('--batch-tokens <n>', 'most tokens in one forward pass; a step in which nothing decodes may fill it (llama.cpp computes it in micro-batches of at most 512)', '2048')
     .addOption(new Option('--scheduler <name>', 'scheduling policy').choices(['fifo', 'static', 'continuous']).default('continuous'))
@@ -148,6 +155,21 @@ export function registerServeCommand(program: Command): void {
     });
 }
 
+/** --chat-template: a Jinja file, one of llama.cpp's shipped templates by name, or 'chatml'. */
+function chatTemplateSource(v: string): string {
+  if (v === 'chatml') return v;
+  if (existsSync(v)) {
+    try {
+      return readFileSync(v, 'utf8');
+    } catch (err) {
+      throw new StartupError(`--chat-template: cannot read ${v} (${(err as NodeJS.ErrnoException).code ?? String(err)})`, { cause: err });
+    }
+  }
+  const named = join(LLAMA_TEMPLATES_DIR, `${v}.jinja`);
+  if (/^[\w.-]+$/.test(v) && existsSync(named)) return readFileSync(named, 'utf8');
+  throw new StartupError(`--chat-template: ${v} is neither a file nor a template llama.cpp ships (see ${LLAMA_TEMPLATES_DIR}), nor 'chatml'`);
+}
+
 /** Overlapped dispatch hands a step's tokens out while the next step computes: an inline step would hold them a whole step. */
 function inlineStepMs(f: ServeFlags): number {
   const overlap = f.overlapDispatch === 'on';
@@ -177,6 +199,9 @@ async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> 
     maxBatchTokens: int('batch-tokens', f.batchTokens),
     microBatchTokens: Math.min(512, int('batch-tokens', f.batchTokens)),
     mockSpeed: Number(f.mockSpeed),
+    ...(f.chatTemplate === undefined ? {} : { chatTemplate: chatTemplateSource(f.chatTemplate) }),
+    parseSpecialInMessages: f.specialInMessages,
+    promptSpecialAsText: f.promptSpecial === 'text',
   };
   const admission = await admissionConfig(f);
   const record = await recordOption(f);

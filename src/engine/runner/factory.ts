@@ -24,6 +24,12 @@ export interface RunnerConfig {
   /** llama: n_ubatch (default maxBatchTokens). */
   readonly microBatchTokens?: number;
   readonly mockSpeed: number;
+  /** llama: a Jinja chat template (its text) to use instead of the GGUF's. */
+  readonly chatTemplate?: string;
+  /** llama: parse control-token text in chat messages as control tokens (the peers' behaviour). */
+  readonly parseSpecialInMessages?: boolean;
+  /** llama: tokenize completions prompts with control-token text as text. */
+  readonly promptSpecialAsText?: boolean;
 }
 
 export async function createRunner(c: RunnerConfig): Promise<Runner> {
@@ -47,5 +53,8 @@ export async function createRunner(c: RunnerConfig): Promise<Runner> {
     maxSequences: c.maxSequences,
     maxBatchTokens: c.maxBatchTokens,
     ...(c.microBatchTokens === undefined ? {} : { microBatchTokens: c.microBatchTokens }),
+    ...(c.chatTemplate === undefined ? {} : { chatTemplate: c.chatTemplate }),
+    parseSpecialInMessages: c.parseSpecialInMessages === true,
+    promptSpecialAsText: c.promptSpecialAsText === true,
   });
 }

@@ -206,8 +206,8 @@ export interface AddonContext {
   hostBytesStats(): AddonHostBytesStats;
   /** On the calling thread; `viaLlama` bypasses the linear tokenizer (tests compare the two). */
   tokenize(text: string, addSpecial: boolean, parseSpecial: boolean, viaLlama?: boolean): Int32Array;
-  /** Special tokens parsed; runs on the libuv pool. */
-  tokenizeAsync(text: string | Buffer, addSpecial: boolean): Promise<AddonTokenizeResult>;
+  /** Special tokens parsed unless `asText`; runs on the libuv pool. */
+  tokenizeAsync(text: string | Buffer, addSpecial: boolean, asText?: boolean): Promise<AddonTokenizeResult>;
   /** Loads the chat template (the GGUF's, `override` when not '', ChatML when neither); throws when it does not parse. */
   chatInit(override: string): string;
   /** The request (OpenAI's chat shapes, JSON) rendered on the calling thread; throws a TypeError for a request the chat code refuses. */

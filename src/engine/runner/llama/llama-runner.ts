@@ -66,6 +66,8 @@ export interface LlamaRunnerOptions {
   readonly chatTemplate?: string;
   /** Tokenize control-token text inside chat messages as control tokens, as llama-server and vLLM do (default false: as text). */
   readonly parseSpecialInMessages?: boolean;
+  /** Tokenize /v1/completions prompts with control-token text as text (default false: parsed, as llama-server and vLLM do). */
+  readonly promptSpecialAsText?: boolean;
   /** Addon path (default native/build/Release/headroom_llama.node); tests point it elsewhere. */
   readonly addonPath?: string;
   /** Pass all llama.cpp logs through (default: warnings and errors only, or all with HEADROOM_LLAMA_LOG=1 in the environment). */
@@ -212,6 +214,7 @@ export class LlamaRunner implements Runner {
       this.tokenizer = new LlamaTokenizer(addon, this.#ctx, ci.nVocab, ci.maxTokenBytes === 0 ? Infinity : ci.maxTokenBytes, {
         ...(opts.chatTemplate === undefined ? {} : { chatTemplate: opts.chatTemplate }),
         parseSpecialInMessages: opts.parseSpecialInMessages === true,
+        promptSpecialAsText: opts.promptSpecialAsText === true,
       });
     } catch (err) {
       this.#ctx.close();
@@ -242,6 +245,7 @@ export class LlamaRunner implements Runner {
         chatTemplateCaps: this.tokenizer.chatInfo.caps,
         thinkingByDefault: this.tokenizer.chatInfo.supportsThinking,
         parseSpecialInMessages: this.tokenizer.parseSpecialInMessages,
+        promptSpecialAsText: this.tokenizer.promptSpecialAsText,
         tokenizerPath: ci.tokenizerPath,
         specialSplit: ci.specialSplit,
       },

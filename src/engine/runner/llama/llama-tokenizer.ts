@@ -27,6 +27,8 @@ export interface LlamaTokenizerOptions {
   readonly chatTemplate?: string;
   /** Parse control-token text inside messages as control tokens (llama-server's and vLLM's behaviour); default false. */
   readonly parseSpecialInMessages?: boolean;
+  /** Tokenize /v1/completions prompts with special tokens as text (default false: parsed, as the peers do). */
+  readonly promptSpecialAsText?: boolean;
 }
 
 export class LlamaTokenizer implements Tokenizer {
@@ -37,6 +39,7 @@ export class LlamaTokenizer implements Tokenizer {
   readonly chatTemplateSource: string;
   readonly chatInfo: AddonChatInfo;
   readonly parseSpecialInMessages: boolean;
+  readonly promptSpecialAsText: boolean;
   readonly #ctx: AddonContext;
   readonly #addon: LlamaAddon;
   readonly #pieces = new Map<number, Uint8Array>();
@@ -51,6 +54,7 @@ export class LlamaTokenizer implements Tokenizer {
     this.vocabSize = vocabSize;
     this.maxTokenBytes = maxTokenBytes;
     this.parseSpecialInMessages = opts.parseSpecialInMessages === true;
+    this.promptSpecialAsText = opts.promptSpecialAsText === true;
     this.chatInfo = JSON.parse(ctx.chatInit(opts.chatTemplate ?? '')) as AddonChatInfo;
     this.chatTemplateSource = this.chatInfo.source;
     this.templateBytesPerMessage = templateBytesPerMessage((m) => this.applyChatTemplate(m));
@@ -66,7 +70,7 @@ export class LlamaTokenizer implements Tokenizer {
   }
 
   async encodeText(text: string, addBos: boolean): Promise<number[]> {
-    const r = await this.#lane(text.length).run(() => this.#ctx.tokenizeAsync(text, addBos));
+    const r = await this.#lane(text.length).run(() => this.#ctx.tokenizeAsync(text, addBos, this.promptSpecialAsText));
     if (r.status !== 0) bug(`tokenizeAsync resolved with status ${r.status}`);
     return Array.from(r.tokens);
   }
