@@ -131,11 +131,16 @@ HeadroomLlama::HeadroomLlama(const Napi::CallbackInfo& info) : Napi::ObjectWrap<
   // A context past the trained one is refused before any KV is allocated, unless asked for.
   const int32_t nCtxTrain = llama_model_n_ctx_train(model_);
   if (nCtxTrain > 0 && nCtx > nCtxTrain && !o.Get("allowBeyondTrained").ToBoolean().Value()) {
+    // The GGUF key is the architecture's own: qwen2.context_length, gemma4.context_length, ...
+    char arch[64] = "llama";
+    llama_model_meta_val_str(model_, "general.architecture", arch, sizeof(arch));
+    const std::string key = std::string(arch) + ".context_length";
     freeAll();
     Napi::Error e = Napi::Error::New(env, "a context of " + std::to_string(nCtx) + " tokens is longer than the model's trained context of " +
-                                              std::to_string(nCtxTrain) + " (GGUF llama.context_length)");
+                                              std::to_string(nCtxTrain) + " (GGUF " + key + ")");
     e.Set("code", Napi::String::New(env, "context_beyond_trained"));
     e.Set("trainedTokens", Napi::Number::New(env, nCtxTrain));
+    e.Set("trainedKey", Napi::String::New(env, key));
     throw e;
   }
   cp.n_ctx = static_cast<uint32_t>(nCtx);

@@ -96,7 +96,7 @@ export function registerServeCommand(program: Command): void {
     .option('--threads <n>', 'llama.cpp threads', '2')
     .option('--inline-step-ms <ms>', 'llama: run a step on the event-loop thread when steps of its size lately took at most this long, saving two thread hand-offs a step (0: every step on a pool thread; default 5, or 0 with --overlap-dispatch on)')
     .option('--ctx <cells>', "KV cells in the unified pool (default: the model's trained context, at most 8192; mock: 8192)")
-    .option('--ctx-beyond-trained', "allow --ctx above the model's trained context (GGUF llama.context_length)", false)
+    .option('--ctx-beyond-trained', "allow --ctx above the model's trained context (GGUF <architecture>.context_length)", false)
     .option('--chat-template <file|name>', "llama: the chat template to use instead of the GGUF's: a Jinja file, or the name of one of llama.cpp's (models/templates/NAME.jinja in native/vendor/llama.cpp, e.g. Qwen-Qwen2.5-7B-Instruct), or 'chatml'")
     .option('--special-in-messages', 'llama: parse text in chat messages that spells a control token (<|im_end|>, ...) as that token, as llama-server and vLLM do; default: it stays text, so a message cannot forge a turn', false)
     .addOption(new Option('--prompt-special <mode>', "llama: how /v1/completions prompts treat control-token text: 'parse' (as llama-server and vLLM) or 'text'").choices(['parse', 'text']).default('parse'))

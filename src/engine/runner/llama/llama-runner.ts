@@ -26,7 +26,7 @@ export interface LlamaRunnerOptions {
   readonly modelId?: string;
   /** KV cells in the unified pool (default: the model's trained context, at most 8192). */
   readonly contextTokens?: number;
-  /** Allow contextTokens above the model's trained context (GGUF llama.context_length); default false: refused. */
+  /** Allow contextTokens above the model's trained context (GGUF <architecture>.context_length); default false: refused. */
   readonly contextBeyondTrained?: boolean;
   /** Sequence ids 0..maxSequences-1 (default 32, at most 256). */
   readonly maxSequences?: number;
@@ -98,9 +98,11 @@ export class ContextBeyondTrainedError extends Error {
   constructor(
     readonly contextTokens: number,
     readonly trainedTokens: number,
+    /** The GGUF key that holds it (`<architecture>.context_length`). */
+    readonly trainedKey: string,
     options?: ErrorOptions,
   ) {
-    super(`a context of ${contextTokens} tokens is longer than the model's trained context of ${trainedTokens} (GGUF llama.context_length)`, options);
+    super(`a context of ${contextTokens} tokens is longer than the model's trained context of ${trainedTokens} (GGUF ${trainedKey})`, options);
     this.name = 'ContextBeyondTrainedError';
   }
 }
@@ -109,8 +111,8 @@ function openContext(addon: LlamaAddon, options: AddonContextOptions): AddonCont
   try {
     return new addon.HeadroomLlama(options);
   } catch (err) {
-    const e = err as { code?: unknown; trainedTokens?: unknown };
-    if (e.code === 'context_beyond_trained') throw new ContextBeyondTrainedError(options.nCtx, Number(e.trainedTokens), { cause: err });
+    const e = err as { code?: unknown; trainedTokens?: unknown; trainedKey?: unknown };
+    if (e.code === 'context_beyond_trained') throw new ContextBeyondTrainedError(options.nCtx, Number(e.trainedTokens), typeof e.trainedKey === 'string' ? e.trainedKey : 'llama.context_length', { cause: err });
     throw err;
   }
 }
