@@ -188,6 +188,8 @@ export class Headroom {
     const as = names.length > 0 ? ` as ${names.join(', ')}` : '';
     const model = modelLine(info);
     if (model !== null) this.app.log.info(model);
+    const warnings = info.details['loadWarnings'];
+    if (Array.isArray(warnings)) for (const w of warnings) this.app.log.warn(`llama.cpp: ${String(w)}`);
     this.app.log.info(`serving ${info.modelId}${as} with the ${info.name} runner and the ${this.#opts.scheduler.scheduler} scheduler on ${this.#address}; ready`);
   }
 

@@ -116,7 +116,7 @@ HeadroomLlama::HeadroomLlama(const Napi::CallbackInfo& info) : Napi::ObjectWrap<
     const std::string why = lastLine(loadLog);
     throw Napi::Error::New(env, "llama.cpp could not load the model at " + modelPath + (why.empty() ? "" : " (" + why + ")"));
   }
-  fputs(loadLog.c_str(), stderr);
+  loadLog_ = loadLog;  // its warnings reach the server's log through JS (info().loadLog), not raw stderr
   vocab_ = llama_model_get_vocab(model_);
   tokenizer_ = std::make_unique<FastTokenizer>(vocab_);
 
@@ -790,6 +790,7 @@ Napi::Value HeadroomLlama::Info(const Napi::CallbackInfo& info) {
   o.Set("maxTokenBytes", Napi::Number::New(env, static_cast<double>(tokenizer_->maxTokenBytes())));
   o.Set("fastTokenizer", Napi::Boolean::New(env, tokenizer_->fast()));
   o.Set("tokenizerPath", Napi::String::New(env, tokenizer_->modeName()));
+  o.Set("loadLog", Napi::String::New(env, loadLog_));
   o.Set("specialSplit", Napi::String::New(env, tokenizer_->onePass() ? "one-pass" : "per-token"));
   return o;
 }

@@ -111,6 +111,7 @@ class HeadroomLlama : public Napi::ObjectWrap<HeadroomLlama> {
   cpu_set_t allCpus_{};
   bool busy_ = false;
   std::unique_ptr<FastTokenizer> tokenizer_;
-  std::unique_ptr<ChatTemplates> chat_;  // set by chatInit; read by TokenizeWorkers (immutable)
+  std::unique_ptr<ChatTemplates> chat_;
+  std::string loadLog_;  // llama.cpp's warnings while loading the model  // set by chatInit; read by TokenizeWorkers (immutable)
   int32_t numTokenizing_ = 0;
 };

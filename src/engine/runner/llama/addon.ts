@@ -132,6 +132,8 @@ export interface AddonContextInfo {
   readonly tokenizerPath: string;
   /** How special tokens are split out: 'one-pass' (a trie, when no two special texts can overlap) or 'per-token' (llama.cpp's order, one pass per special token). */
   readonly specialSplit: string;
+  /** llama.cpp's warnings while loading the model (one per line; all its lines with verbose). */
+  readonly loadLog: string;
 }
 
 /** What chatInit says about the chat template it loaded. */

@@ -250,6 +250,7 @@ export class LlamaRunner implements Runner {
         promptSpecialAsText: this.tokenizer.promptSpecialAsText,
         tokenizerPath: ci.tokenizerPath,
         specialSplit: ci.specialSplit,
+        loadWarnings: ci.loadLog.split('\n').map((l) => l.trim()).filter((l) => l.length > 0),
       },
     };
   }
