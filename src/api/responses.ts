@@ -1,6 +1,7 @@
-// POST /v1/responses, text only: the body becomes a chat request (instructions as the system
-// message, then the input messages), runs the one generation path (completions.ts), and is framed
-// as a Response (responses-framer.ts).
+// POST /v1/responses, text and function calls: the body becomes a chat request (instructions as
+// the system message, then the input messages; function_call items become an assistant turn's
+// tool_calls, function_call_output items tool messages; tools and tool_choice map to chat's), runs
+// the one generation path (completions.ts), and is framed as a Response (responses-framer.ts).
 //
 // Refused with 400 `unsupported_value` before the schema runs: every field in unsupported.ts's
 // table for `responses` (tools, previous_response_id, store=true, reasoning, text.format, ...), and
@@ -34,6 +35,9 @@ export const responsesSurface: Surface = {
     const hasInstructions = body.instructions != null;
     const echo: ResponseEcho = {
       instructions: body.instructions ?? null,
+      tools: body.tools ?? [],
+      toolChoice: body.tool_choice ?? (body.tools != null && body.tools.length > 0 ? 'auto' : 'none'),
+      parallelToolCalls: body.parallel_tool_calls ?? (body.tools != null && body.tools.length > 0),
       maxOutputTokens: body.max_output_tokens ?? null,
       temperature: body.temperature ?? 1,
       topP: body.top_p ?? 1,
@@ -53,12 +57,26 @@ function toChat(body: ResponsesBody): ChatCompletionBody {
   if (typeof body.input === 'string') messages.push({ role: 'user', content: body.input });
   else {
     for (const m of body.input) {
-      messages.push({ role: m.role, content: typeof m.content === 'string' ? m.content : m.content.map((p) => ({ type: 'text' as const, text: p.text })) });
+      if (m.type === 'function_call') {
+        // Consecutive calls are one assistant turn, as chat carries them.
+        const call = { id: m.call_id, type: 'function' as const, function: { name: m.name, arguments: m.arguments } };
+        const last = messages[messages.length - 1];
+        if (last !== undefined && last.role === 'assistant' && last.tool_calls != null && last.content == null) last.tool_calls.push(call);
+        else messages.push({ role: 'assistant', content: null, tool_calls: [call] });
+      } else if (m.type === 'function_call_output') {
+        messages.push({ role: 'tool', tool_call_id: m.call_id, content: m.output });
+      } else {
+        messages.push({ role: m.role, content: typeof m.content === 'string' ? m.content : m.content.map((p) => ({ type: 'text' as const, text: p.text })) });
+      }
     }
   }
+  const choice = body.tool_choice;
   return {
     model: body.model,
     messages,
+    ...(body.tools != null ? { tools: body.tools.map((t) => ({ type: 'function' as const, function: { name: t.name, description: t.description, parameters: t.parameters, strict: t.strict } })) } : {}),
+    ...(choice != null ? { tool_choice: typeof choice === 'string' ? choice : { type: 'function' as const, function: { name: choice.name } } } : {}),
+    ...(body.parallel_tool_calls != null ? { parallel_tool_calls: body.parallel_tool_calls } : {}),
     max_tokens: body.max_output_tokens,
     temperature: body.temperature,
     top_p: body.top_p,
@@ -77,8 +95,9 @@ function refuseNonTextInput(input: unknown): void {
     if (type === 'item_reference') {
       throw new ApiError('unsupported_value', "Input items of type 'item_reference' refer to stored output; this server stores none. Send earlier turns inline as messages (the AI SDK does with providerOptions.openai.store = false).", { param: `input.${i}` });
     }
+    if (type === 'function_call' || type === 'function_call_output') continue;
     if (type !== undefined && type !== 'message') {
-      throw new ApiError('unsupported_value', `Input items of type ${JSON.stringify(type)?.slice(0, 40) ?? 'undefined'} are not supported by this server; it reads text messages only (role and content).`, { param: `input.${i}` });
+      throw new ApiError('unsupported_value', `Input items of type ${JSON.stringify(type)?.slice(0, 40) ?? 'undefined'} are not supported by this server; it reads messages (role and content), function_call and function_call_output items.`, { param: `input.${i}` });
     }
     const content = (item as { content?: unknown }).content;
     if (!Array.isArray(content)) continue;

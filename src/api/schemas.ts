@@ -95,9 +95,23 @@ const responsesMessage = z.object({
   role: z.enum(['system', 'developer', 'user', 'assistant']),
   content: z.union([z.string(), z.array(responsesPart).min(1)]),
 });
+/** A function call the model made earlier, and the output the client got for it. */
+const responsesFunctionCall = z.object({ type: z.literal('function_call'), call_id: z.string().max(256), name: z.string().min(1).max(256), arguments: z.string(), id: z.string().nullish(), status: z.string().nullish() });
+const responsesFunctionOutput = z.object({ type: z.literal('function_call_output'), call_id: z.string().max(256), output: z.string(), id: z.string().nullish(), status: z.string().nullish() });
+const responsesItem = z.union([responsesMessage, responsesFunctionCall, responsesFunctionOutput]);
+const responsesTool = z.object({
+  type: z.literal('function'),
+  name: tool.shape.function.shape.name,
+  description: z.string().nullish(),
+  parameters: z.record(z.string(), z.unknown()).nullish(),
+  strict: z.boolean().nullish(),
+});
 export const responsesBody = z.object({
   model: z.string().min(1),
-  input: z.union([z.string(), z.array(responsesMessage).min(1)]),
+  input: z.union([z.string(), z.array(responsesItem).min(1)]),
+  tools: z.array(responsesTool).max(128).nullish(),
+  tool_choice: z.union([z.enum(['none', 'auto', 'required']), z.object({ type: z.literal('function'), name: z.string().min(1) })]).nullish(),
+  parallel_tool_calls: z.boolean().nullish(),
   instructions: z.string().nullish(),
   max_output_tokens: z.number().int().min(1).nullish(),
   temperature: common.temperature,

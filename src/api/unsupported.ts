@@ -63,8 +63,9 @@ const REFUSED_ON_RESPONSES: readonly RefusedField[] = [
 export const REFUSED: readonly RefusedField[] = [
   // Tools are served on chat completions (`tools`, `tool_choice`); completions have no messages
   // to carry them, and the deprecated `functions` form is not served.
-  { field: 'tools', endpoints: [...CMPL, ...RESP], accepts: empty, accepted: '[] (tools are served on /v1/chat/completions)' },
-  { field: 'tool_choice', endpoints: [...CMPL, ...RESP], accepts: is('none', 'auto'), accepted: '"none" or "auto" (with no tools, both mean none)' },
+  { field: 'tools', endpoints: CMPL, accepts: empty, accepted: '[] (tools are served on /v1/chat/completions and /v1/responses)' },
+  { field: 'tool_choice', endpoints: CMPL, accepts: is('none', 'auto'), accepted: '"none" or "auto" (with no tools, both mean none)' },
+  { field: 'max_tool_calls', endpoints: RESP, accepts: never, accepted: 'null (no cap on function calls beyond parallel_tool_calls)' },
   { field: 'functions', endpoints: CHAT, accepts: empty, accepted: '[] (send tools instead)' },
   { field: 'function_call', endpoints: CHAT, accepts: is('none', 'auto'), accepted: '"none" or "auto" (send tool_choice instead)' },
   // Other modalities and output shapes.
@@ -113,8 +114,6 @@ export const IGNORED: readonly IgnoredField[] = [
   { field: 'safety_identifier', endpoints: CHAT_RESP, why: 'an end-user label for abuse detection' },
   { field: 'prompt_cache_key', endpoints: CHAT_RESP, why: 'a cache-routing hint; the prefix cache matches by content' },
   { field: 'prompt_cache_retention', endpoints: CHAT_RESP, why: 'a cache-lifetime hint; the prefix cache evicts by LRU' },
-  { field: 'parallel_tool_calls', endpoints: RESP, why: 'only meaningful with tools, which are refused here' },
-  { field: 'max_tool_calls', endpoints: RESP, why: 'only meaningful with tools, which are refused' },
   { field: 'stream_options.include_obfuscation', endpoints: CHAT_RESP, why: 'padding against side channels on a shared service' },
 ];
 

@@ -118,7 +118,7 @@ test('a Response that ends at end-of-sequence is completed, whole and streamed',
 });
 
 test('a failure mid-stream is an error event with the catalog code, numbered like the rest (framing)', () => {
-  const f = new ResponsesFramer('resp-1', 0, 'm', { instructions: null, maxOutputTokens: null, temperature: 1, topP: 1, metadata: {} });
+  const f = new ResponsesFramer('resp-1', 0, 'm', { instructions: null, maxOutputTokens: null, temperature: 1, topP: 1, metadata: {}, tools: [], toolChoice: 'none', parallelToolCalls: true });
   const opening = f.opening(1);
   const [failure] = f.failure(new ApiError('engine_failure', 'the engine stopped'));
   assert.equal(failure!.event, 'error');
@@ -126,13 +126,14 @@ test('a failure mid-stream is an error event with the catalog code, numbered lik
 });
 
 const REFUSED: readonly [string, Record<string, unknown>, string][] = [
-  ['tools', { tools: [{ type: 'function', name: 'f', parameters: {} }] }, 'tools'],
+  // Function tools are served on the llama runner (test/clients/tools.test.ts); the mock has no chat template to carry them.
+  ['tools on the mock', { tools: [{ type: 'function', name: 'f', parameters: {} }] }, 'tools'],
   ['previous_response_id', { previous_response_id: 'resp_1' }, 'previous_response_id'],
   ['store=true', { store: true }, 'store'],
   ['reasoning', { reasoning: { effort: 'high' } }, 'reasoning'],
   ['a json_schema text format', { text: { format: { type: 'json_schema', name: 'x', schema: {} } } }, 'text.format'],
   ['an image part', { input: [{ role: 'user', content: [{ type: 'input_text', text: 'a' }, { type: 'input_image', image_url: 'data:,' }] }] }, 'input.0.content.1'],
-  ['a function call output', { input: [{ role: 'user', content: 'a' }, { type: 'function_call_output', call_id: 'c', output: '1' }] }, 'input.1'],
+  ['max_tool_calls', { max_tool_calls: 3 }, 'max_tool_calls'],
   ['an item reference', { input: [{ type: 'item_reference', id: 'msg_1' }] }, 'input.0'],
 ];
 

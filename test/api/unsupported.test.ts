@@ -56,7 +56,7 @@ const NOTHING: Readonly<Record<string, unknown>> = {
   truncation: 'disabled', service_tier: 'auto', suffix: '', best_of: 1, echo: false, min_tokens: 0, stop_token_ids: [],
   include_stop_str_in_output: false, skip_special_tokens: true, use_beam_search: false, guided_json: null, guided_regex: null,
   guided_choice: null, guided_grammar: null, structured_outputs: null, chat_template: null, chat_template_kwargs: {},
-  add_generation_prompt: true, continue_final_message: false,
+  add_generation_prompt: true, continue_final_message: false, max_tool_calls: null,
   logprobs: false, top_logprobs: 0, presence_penalty: 0, frequency_penalty: 0, repetition_penalty: 1, top_k: -1, min_p: 0,
   logit_bias: {}, response_format: { type: 'text' }, 'text.format': { type: 'text' },
 };

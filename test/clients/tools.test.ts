@@ -98,6 +98,33 @@ for (const m of MODELS) {
       assert.ok(validArgs(calls[0]?.input));
     });
 
+    test('the Responses API: openai responses.create with a function tool, and the AI SDK default provider over two steps', async () => {
+      const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+      const tools = [{ type: 'function' as const, name: 'get_weather', description: 'The weather in a city', parameters: PARAMS, strict: false }];
+      const r = await client.responses.create({ model, input: 'Weather in Paris?', tools, tool_choice: 'required', parallel_tool_calls: false, max_output_tokens: 160 });
+      const call = r.output.find((o) => o.type === 'function_call');
+      assert.ok(call !== undefined && call.type === 'function_call', JSON.stringify(r.output));
+      assert.equal(call.name, 'get_weather');
+      assert.ok(validArgs(call.arguments), call.arguments);
+      // The output goes back as a function_call_output item.
+      const next = await client.responses.create({ model, tools, max_output_tokens: 4, input: [{ role: 'user', content: 'Weather in Paris?' }, { type: 'function_call', call_id: call.call_id, name: call.name, arguments: call.arguments }, { type: 'function_call_output', call_id: call.call_id, output: '{"temp_c": 21}' }] });
+      assert.equal(next.status === 'completed' || next.status === 'incomplete', true);
+      // Streamed: the SDK's events rebuild the call.
+      const stream = client.responses.stream({ model, input: 'Weather in Tokyo?', tools, tool_choice: { type: 'function', name: 'get_weather' }, parallel_tool_calls: false, max_output_tokens: 160 });
+      const final = await stream.finalResponse();
+      const streamed = final.output.find((o) => o.type === 'function_call');
+      assert.ok(streamed !== undefined && streamed.type === 'function_call');
+      assert.ok(validArgs(streamed.arguments), streamed.arguments);
+
+      const openai = createOpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', fetch: recording });
+      const getWeather = tool({ description: 'The weather in a city', inputSchema: jsonSchema<{ city: string }>(PARAMS), execute: () => Promise.resolve({ temp_c: 21 }) });
+      const result = await generateText({ model: openai(model), prompt: 'Weather in Paris?', tools: { get_weather: getWeather }, toolChoice: 'required', maxOutputTokens: 160, maxRetries: 0, stopWhen: stepCountIs(2), providerOptions: { openai: { store: false, parallelToolCalls: false } } });
+      const first = result.steps[0]!;
+      assert.equal(first.toolCalls[0]?.toolName, 'get_weather');
+      assert.ok(validArgs(first.toolCalls[0]?.input));
+      assert.equal(result.steps.length, 2, 'the SDK sent the result back for a second step');
+    });
+
     test('LangChain: bindTools with a forced call, then a ToolMessage back', async () => {
       const chat = new ChatOpenAI({ model, apiKey: 'unused', maxRetries: 0, maxTokens: 160, configuration: { baseURL: `${server.url}/v1` } });
       const bound = chat.bindTools([{ type: 'function', function: { name: 'get_weather', description: 'The weather in a city', parameters: PARAMS } }], { tool_choice: 'required', parallel_tool_calls: false });
