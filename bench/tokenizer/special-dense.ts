@@ -45,3 +45,26 @@ for (const vocab of vocabs) {
   );
   ctx.close();
 }
+
+// Lanes: a 5-token chat alone, and sent right behind two of these prompts (qwen2 with its template),
+// through the runner's tokenizer (two lanes: small prompts never queue behind large ones).
+{
+  const { LlamaRunner } = await import('../../src/engine/runner/llama/llama-runner.ts');
+  const runner = new LlamaRunner({ modelPath: realVocabModel('qwen2', 'Qwen-Qwen2.5-7B-Instruct'), threads: 1, maxSequences: 2, contextTokens: 512 });
+  const big = '<|im_end|>a'.repeat(Math.ceil((kb * 1024) / 11));
+  const small = { messages: [{ role: 'user', content: 'hello' }] };
+  const alone: number[] = [];
+  const behind: number[] = [];
+  for (let i = 0; i < runs * 2; i++) {
+    let t0 = performance.now();
+    await runner.tokenizer.encodeChat(small);
+    alone.push(performance.now() - t0);
+    const large = [runner.tokenizer.encodeText(big, true), runner.tokenizer.encodeText(big, true)];
+    t0 = performance.now();
+    await runner.tokenizer.encodeChat(small);
+    behind.push(performance.now() - t0);
+    await Promise.all(large);
+  }
+  process.stdout.write(`${JSON.stringify({ lanes: 'qwen2 5-token chat', kb, aloneMs: { median: median(alone), max: Math.max(...alone) }, behindTwoLargeMs: { median: median(behind), max: Math.max(...behind) } })}\n`);
+  await runner.close();
+}

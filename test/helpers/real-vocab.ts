@@ -20,13 +20,15 @@ export function vocabPath(vocab: string): string {
   return join(LLAMA_MODELS_DIR, `ggml-vocab-${vocab}.gguf`);
 }
 
-/** The test vectors llama.cpp ships with a vocabulary: [text, expected token ids] pairs. */
+/**
+ * The test vectors llama.cpp ships with a vocabulary: [text, expected token ids] pairs. `.inp` holds
+ * each text followed by a separator line; `.out` one line of ids per text.
+ */
 export function vocabVectors(vocab: string): Array<[string, number[]]> {
-  const sep = '\n__ggml_vocab_test__\n';
-  const inp = readFileSync(`${vocabPath(vocab)}.inp`, 'utf8').split(sep);
-  const out = readFileSync(`${vocabPath(vocab)}.out`, 'utf8').split(sep);
+  const inp = readFileSync(`${vocabPath(vocab)}.inp`, 'utf8').split('\n__ggml_vocab_test__\n');
+  const out = readFileSync(`${vocabPath(vocab)}.out`, 'utf8').split('\n');
   const pairs: Array<[string, number[]]> = [];
-  for (let i = 0; i < inp.length; i++) {
+  for (let i = 0; i < inp.length - 1; i++) {
     const o = out[i];
     if (o === undefined) break;
     const ids = o.trim() === '' ? [] : o.trim().split(/\s+/).map(Number);

@@ -8,7 +8,7 @@ import { loadLlamaAddon, llamaBinsDir } from '../../src/engine/runner/llama/addo
 import { REAL_VOCABS, realVocabModel, vocabPath, vocabVectors } from '../helpers/real-vocab.ts';
 
 for (const vocab of REAL_VOCABS) {
-  test(`${vocab}: tokenizer keys copied byte for byte, llama.cpp's test vectors tokenize exactly`, () => {
+  test(`${vocab}: tokenizer keys copied byte for byte, llama.cpp's test vectors tokenize exactly`, async () => {
     const path = realVocabModel(vocab);
     const src = readGgufMetadata(vocabPath(vocab));
     const made = readGgufMetadata(path);
@@ -28,8 +28,10 @@ for (const vocab of REAL_VOCABS) {
       const vectors = vocabVectors(vocab);
       assert.ok(vectors.length >= 40, `${vectors.length} vectors`);
       for (const [text, ids] of vectors) {
-        // llama.cpp's test-tokenizer-0: no BOS/EOS, special tokens not parsed.
+        // llama.cpp's test-tokenizer-0: no BOS/EOS, special tokens not parsed; by llama_tokenize and
+        // by the linear tokenizer with the whole text literal.
         assert.deepEqual(Array.from(ctx.tokenize(text, false, false)), ids, JSON.stringify(text));
+        assert.deepEqual(Array.from((await ctx.tokenizeAsync(text, false, true)).tokens), ids, `linear: ${JSON.stringify(text)}`);
       }
     } finally {
       ctx.close();
