@@ -57,10 +57,27 @@ export interface Prepared {
 export function parse(kind: Kind, raw: unknown, models: readonly string[], size: SizeFacts): Parsed {
   if (kind === 'chat') checkMessageCount(size, raw);
   refuseUnsupported(kind, raw);
+  if (kind === 'chat') refuseNonTextParts(raw);
   const parsed: Parsed = kind === 'chat' ? { kind, body: parseBody(chatCompletionBody, raw) } : { kind, body: parseBody(completionBody, raw) };
   checkModel(parsed.body.model, models);
   checkSupported(parsed.body);
   return parsed;
+}
+
+/** A content part other than text (an image, audio, a file) is refused by name, not by the schema's generic message. */
+function refuseNonTextParts(raw: unknown): void {
+  const messages = typeof raw === 'object' && raw !== null ? (raw as { messages?: unknown }).messages : undefined;
+  if (!Array.isArray(messages)) return;
+  for (const [i, m] of messages.entries()) {
+    const content = typeof m === 'object' && m !== null ? (m as { content?: unknown }).content : undefined;
+    if (!Array.isArray(content)) continue;
+    for (const [j, part] of content.entries()) {
+      const type = typeof part === 'object' && part !== null ? (part as { type?: unknown }).type : undefined;
+      if (typeof type === 'string' && type !== 'text') {
+        throw new ApiError('unsupported_value', `Content of type ${JSON.stringify(type).slice(0, 40)} is not served: this server's model reads text only (parts of type "text").`, { param: `messages.${i}.content.${j}` });
+      }
+    }
+  }
 }
 
 /** The model a request names must be one the server answers to (`models`: --served-model-name, else the model's own id). */

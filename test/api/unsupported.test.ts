@@ -92,3 +92,20 @@ function patch(body: Record<string, unknown>, field: string, value: unknown): Re
   at[keys.at(-1)!] = value;
   return out;
 }
+
+test('an image part in a chat message is a 400 that says images are not served, naming the part', async () => {
+  const s = await startTestServer();
+  try {
+    const r = await fetch(`${s.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'headroom-mock', messages: [{ role: 'user', content: [{ type: 'text', text: 'what is this?' }, { type: 'image_url', image_url: { url: 'data:,' } }] }] }),
+    });
+    assert.equal(r.status, 400);
+    const e = ((await r.json()) as { error: { code: string; param: string; message: string } }).error;
+    assert.deepEqual([e.code, e.param], ['unsupported_value', 'messages.0.content.1']);
+    assert.match(e.message, /"image_url" is not served: this server's model reads text only/);
+  } finally {
+    await s.close();
+  }
+});
