@@ -147,8 +147,17 @@ function configFile(cmd: Command, env: NodeJS.ProcessEnv): string | null {
 const TRUE = new Set(['true', '1', 'yes', 'on']);
 const FALSE = new Set(['false', '0', 'no', 'off']);
 
-/** A raw value (env string, or a file's scalar) as the option's attribute value; `positive` for a negated flag's positive key. */
+/**
+ * A raw value (env string, or a file's scalar or list) as the option's attribute value; `positive`
+ * for a negated flag's positive key. A list option (`<names...>`, or a repeatable one) takes a
+ * file's list, or a comma-separated string, item by item as its flag would.
+ */
 function convert(opt: Option, raw: unknown, where: string, positive = false): unknown {
+  if (isList(opt)) {
+    const items = Array.isArray(raw) ? raw.map((x) => String(x)) : String(raw).split(',').map((x) => x.trim()).filter((x) => x !== '');
+    if (opt.parseArg === undefined) return items;
+    return items.reduce<unknown>((prev, item) => parse(opt, item, prev, where), opt.defaultValue);
+  }
   if (isFlag(opt)) {
     const s = String(raw).trim().toLowerCase();
     const b = raw === true || TRUE.has(s) ? true : raw === false || FALSE.has(s) ? false : null;
@@ -187,9 +196,7 @@ async function applyFile(cmd: Command, file: string, from: Map<string, string>):
     // A key with no value (YAML `key:` or `~`, JSON null) leaves the option at its default.
     if (raw === null || !unset(cmd, hit.opt)) continue;
     const where = `${file}: ${key}`;
-    const repeatable = Array.isArray(raw) && (hit.opt.variadic || hit.opt.parseArg !== undefined) && !isFlag(hit.opt);
-    const value = repeatable ? (raw as unknown[]).reduce<unknown>((prev, item) => parse(hit.opt, String(item), prev, where), hit.opt.defaultValue) : convert(hit.opt, raw, where, hit.positive);
-    set(cmd, hit.opt, value, 'config', where, from);
+    set(cmd, hit.opt, convert(hit.opt, raw, where, hit.positive), 'config', where, from);
   }
 }
 
@@ -213,6 +220,11 @@ async function readConfigFile(file: string): Promise<Record<string, unknown>> {
   if (doc === null || doc === undefined) return {};
   if (typeof doc !== 'object' || Array.isArray(doc)) throw new UserError(`${file}: expected a mapping of option names to values`);
   return doc as Record<string, unknown>;
+}
+
+/** An option that holds a list: variadic (`<names...>`) or repeatable (a default list its parser appends to). */
+function isList(opt: Option): boolean {
+  return !isFlag(opt) && (opt.variadic || Array.isArray(opt.defaultValue));
 }
 
 /** A flag without a value (`--ctx-beyond-trained`, `--no-metrics`); commander's isBoolean() leaves out negated ones. */

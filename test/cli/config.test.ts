@@ -164,3 +164,59 @@ test('serve: an unknown key or a bad value in the file or env is one line naming
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+/** Every list option of serve: a comma-separated env value and a file's list both give the list. */
+const SERVE_LISTS: readonly { readonly flag: string; readonly values: (dir: string) => string[] }[] = [
+  { flag: 'served-model-name', values: () => ['m1', 'm2'] },
+  { flag: 'cors-origin', values: () => ['https://a.example', 'https://b.example:8443'] },
+  { flag: 'dashboard-runs', values: (dir) => [join(dir, 'runs-a'), join(dir, 'runs-b')] },
+];
+
+for (const source of ['env', 'file'] as const) {
+  test(`serve: every list option from the ${source === 'env' ? 'environment' : 'config file'} is a list, in effect`, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'headroom-lists-'));
+    const { mkdirSync } = await import('node:fs');
+    for (const o of SERVE_LISTS) if (o.flag === 'dashboard-runs') for (const d of o.values(dir)) mkdirSync(d);
+    const port = await freePort();
+    const extraEnv: Record<string, string> = { HEADROOM_PORT: String(port) };
+    const args = ['bin/headroom.mjs', 'serve', '--runner', 'mock', '--host', '127.0.0.1'];
+    if (source === 'env') {
+      for (const o of SERVE_LISTS) extraEnv[`HEADROOM_${o.flag.toUpperCase().replace(/-/g, '_')}`] = o.values(dir).join(',');
+    } else {
+      const file = join(dir, 'c.json');
+      writeFileSync(file, JSON.stringify(Object.fromEntries(SERVE_LISTS.map((o) => [o.flag, o.values(dir)]))));
+      args.push('--config', file);
+    }
+    const proc = spawn(process.execPath, args, { env: cliEnv(extraEnv), stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    proc.stdout.on('data', (b: Buffer) => (out += b.toString()));
+    proc.stderr.on('data', (b: Buffer) => (out += b.toString()));
+    const exited = new Promise<number | null>((r) => proc.on('exit', (code) => r(code)));
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const check = setInterval(() => {
+          if (/serving /.test(out)) {
+            clearInterval(check);
+            resolve();
+          }
+        }, 50);
+        void exited.then(() => {
+          clearInterval(check);
+          reject(new Error(`serve exited: ${out}`));
+        });
+      });
+      const base = `http://127.0.0.1:${port}`;
+      const stats = (await (await fetch(`${base}/stats`)).json()) as { config: { options: Record<string, { value: unknown; source: string }> } };
+      for (const o of SERVE_LISTS) assert.deepEqual(stats.config.options[o.flag], { value: o.values(dir), source }, o.flag);
+      // In effect: the names answer, the second origin is allowed.
+      const models = (await (await fetch(`${base}/v1/models`)).json()) as { data: { id: string }[] };
+      assert.deepEqual(models.data.map((m) => m.id), ['m1', 'm2']);
+      const cors = await fetch(`${base}/v1/models`, { headers: { origin: 'https://b.example:8443' } });
+      assert.equal(cors.headers.get('access-control-allow-origin'), 'https://b.example:8443');
+    } finally {
+      proc.kill('SIGTERM');
+      await exited;
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+}
