@@ -42,6 +42,24 @@ std::string lastLine(const std::string& log) {
   return log.substr(start, end - start + 1);
 }
 
+// llama.cpp's reason for a failed load: the first line that says what went wrong (the cause comes
+// before the "error loading model" / "failed to load model" lines that follow from it), else the last.
+std::string reasonLine(const std::string& log) {
+  static const char* words[] = {"error", "fail", "invalid", "unknown", "unsupported", "not within", "mismatch", "corrupt"};
+  size_t start = 0;
+  while (start < log.size()) {
+    size_t end = log.find('\n', start);
+    if (end == std::string::npos) end = log.size();
+    std::string line = log.substr(start, end - start);
+    std::string lower = line;
+    for (char& c : lower) c = static_cast<char>(tolower(static_cast<unsigned char>(c)));
+    for (const char* w : words)
+      if (lower.find(w) != std::string::npos) return line;
+    start = end + 1;
+  }
+  return lastLine(log);
+}
+
 int32_t intOpt(const Napi::Object& o, const char* key, int32_t dflt) {
   Napi::Value v = o.Get(key);
   if (v.IsUndefined() || v.IsNull()) return dflt;
@@ -113,7 +131,7 @@ HeadroomLlama::HeadroomLlama(const Napi::CallbackInfo& info) : Napi::ObjectWrap<
   model_ = llama_model_load_from_file(modelPath.c_str(), mp);
   gCapture = nullptr;
   if (model_ == nullptr) {
-    const std::string why = lastLine(loadLog);
+    const std::string why = reasonLine(loadLog);
     throw Napi::Error::New(env, "llama.cpp could not load the model at " + modelPath + (why.empty() ? "" : " (" + why + ")"));
   }
   loadLog_ = loadLog;  // its warnings reach the server's log through JS (info().loadLog), not raw stderr

@@ -1,12 +1,13 @@
 // Startup failures end in one line on stderr and exit code 1, never a stack trace; a busy port is
 // found before any model loads (measured against the CLI's own start-up time, not a fixed bound).
 import assert from 'node:assert/strict';
-import { writeFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { readFileSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { spawnServe } from '../helpers/serve-process.ts';
+import { ensureDefaultModel } from '../../src/model/default-model.ts';
 
 async function failsWithOneLine(args: string[], line: RegExp): Promise<number> {
   const t0 = performance.now();
@@ -58,13 +59,18 @@ test('bad flags, a missing or corrupt model and --ctx beyond the trained context
   try {
     const corrupt = join(dir, 'corrupt.gguf');
     writeFileSync(corrupt, Buffer.concat([Buffer.from('GGUF'), Buffer.alloc(64, 0xab)]));
+    // A real model cut short: its header and keys parse, its tensors do not fit.
+    const truncated = join(dir, 'truncated.gguf');
+    writeFileSync(truncated, readFileSync(await ensureDefaultModel()).subarray(0, 2_000_000));
     const cases: [string[], RegExp][] = [
       [['--port', 'abc'], /^headroom: error: --port: expected an integer, got 'abc'$/],
       [['--bogus'], /^headroom: error: unknown option '--bogus'/],
       [['--runner', 'gpu'], /^headroom: error: option '--runner <runner>' argument 'gpu' is invalid/],
       [['--runner', 'mock', '--min-slo-ms', '20000'], /^headroom: error: config: expected minSloMs ≤ sloMs ≤ maxSloMs/],
       [['--model', join(dir, 'missing.gguf'), '--port', '0'], /^headroom: error: model file not found: /],
-      [['--model', corrupt, '--port', '0'], /^headroom: error: llama\.cpp could not load the model at .*corrupt\.gguf/],
+      // llama.cpp's own reason, not its generic last line.
+      [['--model', corrupt, '--port', '0'], /^headroom: error: llama\.cpp could not load the model at .*corrupt\.gguf \(gguf_init_from_reader: failed to read (key-value pairs|header)/],
+      [['--model', truncated, '--port', '0'], /^headroom: error: llama\.cpp could not load the model at .*truncated\.gguf \(.*(fail|error|bounds)/],
       [['--runner', 'mock', '--port', '0', '--cache-max-fraction', '1.5'], /^headroom: error: --cache-max-fraction: expected a number in \[0, 1\] or 'auto', got '1\.5'$/],
       [['--runner', 'mock', '--port', '0', '--inline-step-ms', '-1'], /^headroom: error: --inline-step-ms: expected a number of ms ≥ 0, got '-1'$/],
       [['--runner', 'mock', '--port', '0', '--pin-threads', 'yes'], /^headroom: error: option '--pin-threads <on\|off>' argument 'yes' is invalid/],
