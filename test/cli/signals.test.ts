@@ -114,3 +114,34 @@ test(`the drain deadline ends a 1,000-token stream with an error event and [DONE
     p.proc.kill('SIGKILL');
   }
 });
+
+test('SIGTERM to `npm start` reaches the server: it drains and exits, leaving no process behind', async () => {
+  const { spawn } = await import('node:child_process');
+  const npm = spawn('npm', ['start', '--', '--runner', 'mock', '--host', '127.0.0.1', '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  npm.stdout.on('data', (b: Buffer) => (out += b.toString()));
+  npm.stderr.on('data', (b: Buffer) => (out += b.toString()));
+  const exited = new Promise<number | null>((r) => npm.on('exit', (code) => r(code)));
+  const t0 = Date.now();
+  while (!/serving .* on (http:\/\/[\d.:]+)/.test(out)) {
+    if (Date.now() - t0 > 60_000) throw new Error(`npm start did not serve: ${out}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const url = /serving .* on (http:\/\/[\d.:]+)/.exec(out)![1]!;
+  const pid = Number(/"pid":(\d+)/.exec(out)![1]);
+  try {
+    npm.kill('SIGTERM');
+    await exited;
+    // The server's own log says it drained, and its process is gone: nothing answers.
+    await new Promise((r) => setTimeout(r, 300));
+    assert.match(out, /drained; exiting/);
+    assert.throws(() => process.kill(pid, 0), 'the server process exited');
+    await assert.rejects(fetch(`${url}/health`));
+  } finally {
+    try {
+      process.kill(pid, 'SIGKILL'); // an orphan, when the test failed
+    } catch {
+      // gone, as it should be
+    }
+  }
+});
