@@ -82,6 +82,13 @@ export class Metrics {
   readonly #model: string;
   readonly #tenants: ReadonlySet<string>;
   readonly #apiRequests: CounterT<'tenant' | 'outcome'>;
+  /** vLLM's per-request and per-iteration series (names as vLLM documents them). */
+  readonly #requestPromptTokens: { observe(v: number): void };
+  readonly #requestGenerationTokens: { observe(v: number): void };
+  readonly #prefillTime: { observe(v: number): void };
+  readonly #decodeTime: { observe(v: number): void };
+  readonly #inferenceTime: { observe(v: number): void };
+  readonly #iterationTokens: { observe(v: number): void };
   readonly #bypassed: CounterT<'tenant'>;
   readonly #authFailures: CounterT;
 
@@ -128,6 +135,14 @@ export class Metrics {
     ];
     this.#promptTokens = tokenCounters('headroom_prompt_tokens_total', 'vllm:prompt_tokens_total', 'Prompt');
     this.#generationTokens = tokenCounters('headroom_generation_tokens_total', 'vllm:generation_tokens_total', 'Generation');
+    // vLLM's buckets for token counts: 1, 2, 5 × powers of ten up to the context.
+    const countB = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000];
+    this.#requestPromptTokens = vhist('vllm:request_prompt_tokens', 'Number of prefill tokens processed.', countB);
+    this.#requestGenerationTokens = vhist('vllm:request_generation_tokens', 'Number of generation tokens processed.', countB);
+    this.#prefillTime = vhist('vllm:request_prefill_time_seconds', 'Histogram of time spent in PREFILL phase for request.', sloB);
+    this.#decodeTime = vhist('vllm:request_decode_time_seconds', 'Histogram of time spent in DECODE phase for request.', sloB);
+    this.#inferenceTime = vhist('vllm:request_inference_time_seconds', 'Histogram of time spent in RUNNING phase for request.', sloB);
+    this.#iterationTokens = vhist('vllm:iteration_tokens_total', 'Histogram of number of tokens per engine_step.', [1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384]);
 
     // API requests by tenant: the tenant label is a closed set (the configured keys' tenants).
     this.#tenants = new Set(opts.tenants ?? ['default']);
@@ -169,6 +184,20 @@ export class Metrics {
 
   #tenantLabel(tenant: string): string {
     return this.#tenants.has(tenant) ? tenant : OTHER_TENANT;
+  }
+
+  /** A request finished: vLLM's per-request histograms (prefill = scheduled → first token, decode = first token → finish). */
+  requestFinished(t: { scheduledMs: number | null; firstTokenMs: number | null; finishedMs: number | null; numPromptTokens: number; numOutputTokens: number }): void {
+    this.#requestPromptTokens.observe(t.numPromptTokens);
+    this.#requestGenerationTokens.observe(t.numOutputTokens);
+    if (t.scheduledMs !== null && t.firstTokenMs !== null) this.#prefillTime.observe((t.firstTokenMs - t.scheduledMs) / 1000);
+    if (t.firstTokenMs !== null && t.finishedMs !== null) this.#decodeTime.observe((t.finishedMs - t.firstTokenMs) / 1000);
+    if (t.scheduledMs !== null && t.finishedMs !== null) this.#inferenceTime.observe((t.finishedMs - t.scheduledMs) / 1000);
+  }
+
+  /** One engine step computed this many tokens (prompt and decode rows). */
+  iteration(numTokens: number): void {
+    this.#iterationTokens.observe(numTokens);
   }
 
   promptTokens(n: number): void {
@@ -288,6 +317,18 @@ export class Metrics {
     gauge('vllm:num_requests_waiting', 'Number of requests waiting to be processed.', (s) => s.scheduler.numWaiting, vl);
     gauge('vllm:num_requests_running', 'Number of requests in model execution batches.', (s) => s.scheduler.numRunning, vl);
     gauge('vllm:kv_cache_usage_perc', 'KV-cache usage. 1 means 100 percent usage.', (s) => s.scheduler.kv.usage, vl);
+    // vLLM's info gauge: the cache's configuration as labels, value 1 (routers read block_size and num_gpu_blocks).
+    new Gauge({
+      name: 'vllm:cache_config_info',
+      help: 'Information of the LLMEngine CacheConfig',
+      labelNames: ['block_size', 'num_gpu_blocks', 'num_cpu_blocks', 'enable_prefix_caching', 'cache_dtype', 'model_name'],
+      registers: [reg],
+      collect(this: GaugeT<string>) {
+        const kv = stats().scheduler.kv;
+        this.reset();
+        this.set({ block_size: String(kv.blockSize), num_gpu_blocks: String(kv.numBlocks), num_cpu_blocks: '0', enable_prefix_caching: String(kv.prefixCache !== null), cache_dtype: 'auto', model_name: model }, 1);
+      },
+    });
 
     // Engine counters are monotonic; add what they grew by since the last scrape.
     const derived = (name: string, help: string, read: (s: EngineStats) => number, labels?: { model_name: string }): void => {

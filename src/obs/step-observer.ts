@@ -40,9 +40,13 @@ export class StepMetrics {
         this.#itl(n, r.endMs - last);
         this.#lastTokenMs.set(out.requestId, r.endMs);
       }
-      if (out.finishReason !== null) this.#lastTokenMs.delete(out.requestId);
+      if (out.finishReason !== null) {
+        this.#lastTokenMs.delete(out.requestId);
+        m.requestFinished(t);
+      }
     }
     this.#step[r.kind].observe((r.endMs - r.startMs) / 1000);
+    m.iteration(r.numPromptTokens + r.numDecodeTokens);
   };
 
   #itl(numTokens: number, gapMs: number): void {

@@ -75,6 +75,19 @@ test('/metrics counts requests, tokens and latencies under both names', async ()
     const promptTokens = sample(text, 'headroom_prompt_tokens_total')!;
     assert.ok(promptTokens >= n * 5, `prompt tokens ${promptTokens}`);
     assert.equal(sample(text, 'vllm:prompt_tokens_total', m), promptTokens);
+    // vLLM's per-request and per-iteration series, under the names vLLM documents
+    // (docs.vllm.ai "Production Metrics"): one observation per request, and per engine step.
+    assert.equal(sample(text, 'vllm:request_prompt_tokens_count', m), n);
+    assert.equal(sample(text, 'vllm:request_prompt_tokens_sum', m), promptTokens);
+    assert.equal(sample(text, 'vllm:request_generation_tokens_count', m), n);
+    assert.equal(sample(text, 'vllm:request_generation_tokens_sum', m), n * maxTokens);
+    for (const name of ['vllm:request_prefill_time_seconds', 'vllm:request_decode_time_seconds', 'vllm:request_inference_time_seconds']) {
+      assert.equal(sample(text, `${name}_count`, m), n, name);
+    }
+    const stepTokens = sample(text, 'vllm:iteration_tokens_total_sum', m)!;
+    assert.equal(stepTokens, promptTokens + n * (maxTokens - 1), 'every prompt token and every decode row, once');
+    assert.ok(sample(text, 'vllm:iteration_tokens_total_count', m)! >= maxTokens);
+    assert.match(text, /vllm:cache_config_info\{block_size="\d+",num_gpu_blocks="\d+",num_cpu_blocks="0",enable_prefix_caching="(true|false)",cache_dtype="auto",model_name="headroom-mock"\} 1/);
     // TTFT ≤ E2E, and every E2E was observed inside the client's own wall time.
     const sum = (name: string): number => sample(text, `${name}_sum`)!;
     assert.ok(sum('headroom_time_to_first_token_seconds') <= sum('headroom_e2e_request_latency_seconds'));
