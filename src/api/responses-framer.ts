@@ -30,6 +30,7 @@ export interface ResponseEcho {
   readonly tools: readonly unknown[];
   readonly toolChoice: unknown;
   readonly parallelToolCalls: boolean;
+  readonly textFormat: unknown;
 }
 
 interface FunctionCall {
@@ -159,7 +160,7 @@ export class ResponsesFramer implements Framing {
       service_tier: 'default',
       store: false,
       temperature: e.temperature,
-      text: { format: { type: 'text' }, verbosity: 'medium' },
+      text: { format: e.textFormat, verbosity: 'medium' },
       tool_choice: e.toolChoice,
       tools: e.tools,
       top_logprobs: 0,

@@ -4,7 +4,7 @@
 // the one generation path (completions.ts), and is framed as a Response (responses-framer.ts).
 //
 // Refused with 400 `unsupported_value` before the schema runs: every field in unsupported.ts's
-// table for `responses` (tools, previous_response_id, store=true, reasoning, text.format, ...), and
+// table for `responses` (previous_response_id, store=true, reasoning, ...), and
 // any input item that is not a text message (images, files, function-call outputs, item
 // references: nothing is stored, so nothing can be referenced). Nothing is stored: the response
 // says `store: false`, and there is no GET /v1/responses/{id}.
@@ -38,6 +38,7 @@ export const responsesSurface: Surface = {
       tools: body.tools ?? [],
       toolChoice: body.tool_choice ?? (body.tools != null && body.tools.length > 0 ? 'auto' : 'none'),
       parallelToolCalls: body.parallel_tool_calls ?? (body.tools != null && body.tools.length > 0),
+      textFormat: body.text?.format ?? { type: 'text' },
       maxOutputTokens: body.max_output_tokens ?? null,
       temperature: body.temperature ?? 1,
       topP: body.top_p ?? 1,
@@ -77,6 +78,7 @@ function toChat(body: ResponsesBody): ChatCompletionBody {
     ...(body.tools != null ? { tools: body.tools.map((t) => ({ type: 'function' as const, function: { name: t.name, description: t.description, parameters: t.parameters, strict: t.strict } })) } : {}),
     ...(choice != null ? { tool_choice: typeof choice === 'string' ? choice : { type: 'function' as const, function: { name: choice.name } } } : {}),
     ...(body.parallel_tool_calls != null ? { parallel_tool_calls: body.parallel_tool_calls } : {}),
+    ...(responseFormat(body.text?.format) ?? {}),
     max_tokens: body.max_output_tokens,
     temperature: body.temperature,
     top_p: body.top_p,
@@ -84,6 +86,13 @@ function toChat(body: ResponsesBody): ChatCompletionBody {
     seed: body.seed,
     ignore_eos: body.ignore_eos,
   };
+}
+
+/** Responses' `text.format` as chat's `response_format` (the same grammar). */
+function responseFormat(f: NonNullable<ResponsesBody['text']>['format']): Pick<ChatCompletionBody, 'response_format'> | null {
+  if (f == null || f.type === 'text') return null;
+  if (f.type === 'json_object') return { response_format: { type: 'json_object' } };
+  return { response_format: { type: 'json_schema', json_schema: { name: f.name, description: f.description, schema: f.schema, strict: f.strict } } };
 }
 
 /** Input items this server cannot read are refused by name, not by a schema's generic message. */
@@ -116,6 +125,7 @@ function renameParam(e: ApiError, hasInstructions: boolean, inputIsString: boole
   if (p === null) return e;
   let renamed = p;
   if (p === 'max_tokens' || p === 'max_completion_tokens') renamed = 'max_output_tokens';
+  else if (p === 'response_format' || p.startsWith('response_format.')) renamed = `text.format${p.slice('response_format'.length).replace(/^\.json_schema/, '')}`;
   else if (p === 'messages') renamed = 'input';
   else {
     const m = /^messages\.(\d+)(.*)$/.exec(p);

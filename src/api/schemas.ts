@@ -110,6 +110,19 @@ export const responsesBody = z.object({
   model: z.string().min(1),
   input: z.union([z.string(), z.array(responsesItem).min(1)]),
   tools: z.array(responsesTool).max(128).nullish(),
+  // Structured output: the same grammar as chat's response_format.
+  text: z
+    .object({
+      format: z
+        .discriminatedUnion('type', [
+          z.object({ type: z.literal('text') }),
+          z.object({ type: z.literal('json_object') }),
+          z.object({ type: z.literal('json_schema'), name: z.string().min(1).max(64), description: z.string().nullish(), schema: z.unknown().optional(), strict: z.boolean().nullish() }),
+        ])
+        .nullish(),
+      verbosity: z.string().nullish(),
+    })
+    .nullish(),
   tool_choice: z.union([z.enum(['none', 'auto', 'required']), z.object({ type: z.literal('function'), name: z.string().min(1) })]).nullish(),
   parallel_tool_calls: z.boolean().nullish(),
   instructions: z.string().nullish(),

@@ -46,7 +46,6 @@ const ALL: readonly Endpoint[] = ['chat', 'completion', 'responses'];
 const never = (): boolean => false;
 const is = (...values: readonly unknown[]) => (v: unknown): boolean => values.includes(v);
 const empty = (v: unknown): boolean => (Array.isArray(v) ? v.length === 0 : typeof v === 'object' && v !== null && Object.keys(v).length === 0);
-const emptyOrTextFormat = (v: unknown): boolean => empty(v) || (typeof v === 'object' && v !== null && (v as { type?: unknown }).type === 'text' && Object.keys(v).length === 1);
 /** Every value of an object null (`reasoning: {effort: null, summary: null}`), or an empty object. */
 const allNull = (v: unknown): boolean => typeof v === 'object' && v !== null && !Array.isArray(v) && Object.values(v).every((x) => x == null);
 
@@ -56,7 +55,6 @@ const REFUSED_ON_RESPONSES: readonly RefusedField[] = [
   // (docs/sampling.md); the Responses surface does not frame them yet.
   { field: 'logprobs', endpoints: RESP, accepts: is(false), accepted: 'false' },
   { field: 'top_logprobs', endpoints: RESP, accepts: is(0), accepted: '0' },
-  { field: 'text.format', endpoints: RESP, accepts: emptyOrTextFormat, accepted: '{"type": "text"}' },
 ];
 
 /** Fields this server does not implement: a non-default value is refused. */

@@ -118,7 +118,7 @@ test('a Response that ends at end-of-sequence is completed, whole and streamed',
 });
 
 test('a failure mid-stream is an error event with the catalog code, numbered like the rest (framing)', () => {
-  const f = new ResponsesFramer('resp-1', 0, 'm', { instructions: null, maxOutputTokens: null, temperature: 1, topP: 1, metadata: {}, tools: [], toolChoice: 'none', parallelToolCalls: true });
+  const f = new ResponsesFramer('resp-1', 0, 'm', { instructions: null, maxOutputTokens: null, temperature: 1, topP: 1, metadata: {}, tools: [], toolChoice: 'none', parallelToolCalls: true, textFormat: { type: 'text' } });
   const opening = f.opening(1);
   const [failure] = f.failure(new ApiError('engine_failure', 'the engine stopped'));
   assert.equal(failure!.event, 'error');
@@ -131,7 +131,6 @@ const REFUSED: readonly [string, Record<string, unknown>, string][] = [
   ['previous_response_id', { previous_response_id: 'resp_1' }, 'previous_response_id'],
   ['store=true', { store: true }, 'store'],
   ['reasoning', { reasoning: { effort: 'high' } }, 'reasoning'],
-  ['a json_schema text format', { text: { format: { type: 'json_schema', name: 'x', schema: {} } } }, 'text.format'],
   ['an image part', { input: [{ role: 'user', content: [{ type: 'input_text', text: 'a' }, { type: 'input_image', image_url: 'data:,' }] }] }, 'input.0.content.1'],
   ['max_tool_calls', { max_tool_calls: 3 }, 'max_tool_calls'],
   ['an item reference', { input: [{ type: 'item_reference', id: 'msg_1' }] }, 'input.0'],

@@ -140,7 +140,7 @@ describe('openai.chat: chat completions', () => {
 describe('structured output and logprobs (mock runner; the llama path is in structured-output.test.ts)', () => {
   const schema = jsonSchema<{ city: string }>({ type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false });
 
-  test('Output.object is refused by name: text.format on Responses (not framed there), response_format on the mock runner (no grammar sampler)', async () => {
+  test('Output.object on the mock runner (no grammar sampler) is refused by name: text.format on Responses, response_format on chat', async () => {
     for (const [model, param] of [[openai(MODEL), 'text.format'], [openai.chat(MODEL), 'response_format']] as const) {
       await assert.rejects(generateText({ model, prompt: 'a city', output: Output.object({ schema }), maxRetries: 0 }), (e: unknown) => isRefusal(e, param));
     }
