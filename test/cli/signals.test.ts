@@ -145,3 +145,36 @@ test('SIGTERM to `npm start` reaches the server: it drains and exits, leaving no
     }
   }
 });
+
+test('with stdout and stderr on closed pipes the server still answers, and SIGTERM still drains it', async () => {
+  const { spawn } = await import('node:child_process');
+  const { createServer } = await import('node:net');
+  const port = await new Promise<number>((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const p = (s.address() as { port: number }).port;
+      s.close(() => resolve(p));
+    });
+  });
+  const proc = spawn(process.execPath, ['bin/headroom.mjs', 'serve', '--runner', 'mock', '--host', '127.0.0.1', '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // Nobody reads either pipe: every log line the server writes meets a closed pipe (EPIPE).
+  proc.stdout.destroy();
+  proc.stderr.destroy();
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => proc.on('exit', (code, signal) => r({ code, signal })));
+  try {
+    const url = `http://127.0.0.1:${port}`;
+    const t0 = Date.now();
+    while ((await fetch(`${url}/ready`).then((r) => r.status, () => 0)) !== 200) {
+      if (Date.now() - t0 > 60_000) throw new Error('the server never became ready');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    for (let i = 0; i < 5; i++) {
+      const r = await fetch(`${url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'headroom-mock', prompt: 'hi', max_tokens: 3 }) });
+      assert.equal(r.status, 200);
+    }
+    proc.kill('SIGTERM');
+    const exit = await exited;
+    assert.deepEqual(exit, { code: 0, signal: null }, 'drained and exited 0');
+  } finally {
+    proc.kill('SIGKILL');
+  }
+});
