@@ -6,7 +6,7 @@
 //             null, absence and the value that asks for nothing (`tools: []`, `logprobs: false`,
 //             `presence_penalty: 0`) are accepted: client libraries send defaults.
 //   IGNORED — fields accepted with any value because they cannot change what is generated here
-//             (`user`, `parallel_tool_calls` without tools, cache hints). Listed so docs/api.md and
+//             (`user`, safety identifiers, cache hints). Listed so docs/api.md and
 //             its test can say so.
 //
 // Fields in neither list and not in the schemas (schemas.ts) are unknown: ignored, as vLLM does,
