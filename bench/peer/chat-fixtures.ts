@@ -20,7 +20,8 @@ import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { LLAMA_TEMPLATES_DIR, realVocabModel } from '../../test/helpers/real-vocab.ts';
+import { realVocabModel } from '../../test/helpers/real-vocab.ts';
+import { LLAMA_TEMPLATES_DIR } from '../../src/model/default-model.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 

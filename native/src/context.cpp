@@ -96,7 +96,6 @@ Napi::Function HeadroomLlama::Init(Napi::Env env) {
                          InstanceMethod<&HeadroomLlama::ChatTokenizeAsync>("chatTokenizeAsync"),
                          InstanceMethod<&HeadroomLlama::TokenPiece>("tokenPiece"),
                          InstanceMethod<&HeadroomLlama::IsEog>("isEog"),
-                         InstanceMethod<&HeadroomLlama::ChatTemplate>("chatTemplate"),
                          InstanceMethod<&HeadroomLlama::ChatInit>("chatInit"),
                          InstanceMethod<&HeadroomLlama::ChatRender>("chatRender"),
                          InstanceMethod<&HeadroomLlama::Info>("info"),
@@ -772,14 +771,6 @@ Napi::Value HeadroomLlama::IsEog(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (vocab_ == nullptr) throw Napi::Error::New(env, "isEog: the context is closed");
   return Napi::Boolean::New(env, llama_vocab_is_eog(vocab_, info[0].As<Napi::Number>().Int32Value()));
-}
-
-// chatTemplate() -> string | null: the template stored in the GGUF, if any.
-Napi::Value HeadroomLlama::ChatTemplate(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  if (model_ == nullptr) throw Napi::Error::New(env, "chatTemplate: the context is closed");
-  const char* t = llama_model_chat_template(model_, nullptr);
-  return t == nullptr ? env.Null() : Napi::String::New(env, t);
 }
 
 Napi::Value HeadroomLlama::Info(const Napi::CallbackInfo& info) {

@@ -74,7 +74,6 @@ class HeadroomLlama : public Napi::ObjectWrap<HeadroomLlama> {
   Napi::Value ChatTokenizeAsync(const Napi::CallbackInfo& info);
   Napi::Value TokenPiece(const Napi::CallbackInfo& info);
   Napi::Value IsEog(const Napi::CallbackInfo& info);
-  Napi::Value ChatTemplate(const Napi::CallbackInfo& info);
   Napi::Value ChatInit(const Napi::CallbackInfo& info);
   Napi::Value ChatRender(const Napi::CallbackInfo& info);
   Napi::Value Info(const Napi::CallbackInfo& info);

@@ -86,6 +86,28 @@ test('unknown keys and bad values name the key and where they came from', async 
   await assert.rejects(configured([], {}), /required option '--url <url>' not specified \(or set HEADROOM_BENCH_RUN_URL, or 'url' in --config\)/);
 });
 
+/** `headroom serve ARGS` in a child process; `ready` resolves when it serves, rejects if it exits first. */
+function serveProcess(args: readonly string[], env: NodeJS.ProcessEnv): { proc: ReturnType<typeof spawn>; exited: Promise<number | null>; ready: Promise<void> } {
+  const proc = spawn(process.execPath, ['bin/headroom.mjs', 'serve', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  proc.stdout.on('data', (b: Buffer) => (out += b.toString()));
+  proc.stderr.on('data', (b: Buffer) => (out += b.toString()));
+  const exited = new Promise<number | null>((r) => proc.on('exit', (code) => r(code)));
+  const ready = new Promise<void>((resolve, reject) => {
+    const check = setInterval(() => {
+      if (/serving /.test(out)) {
+        clearInterval(check);
+        resolve();
+      }
+    }, 50);
+    void exited.then(() => {
+      clearInterval(check);
+      reject(new Error(`serve exited: ${out}`));
+    });
+  });
+  return { proc, exited, ready };
+}
+
 async function freePort(): Promise<number> {
   const srv = createServer();
   await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
@@ -100,24 +122,9 @@ test('serve: flag > env > file > default take effect, and /stats shows each sour
   writeFileSync(file, ['slo-ms: 7000', 'maxQueued: 33', 'max-output-tokens: 55', 'metrics: false', ''].join('\n'));
   const port = await freePort();
   const env = cliEnv({ HEADROOM_PORT: String(port), HEADROOM_MAX_QUEUED: '44', HEADROOM_MAX_OUTPUT_TOKENS: '66' });
-  const proc = spawn(process.execPath, ['bin/headroom.mjs', 'serve', '--runner', 'mock', '--host', '127.0.0.1', '--config', file, '--max-output-tokens', '99'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  proc.stdout.on('data', (b: Buffer) => (out += b.toString()));
-  proc.stderr.on('data', (b: Buffer) => (out += b.toString()));
-  const exited = new Promise<number | null>((r) => proc.on('exit', (code) => r(code)));
+  const { proc, exited, ready } = serveProcess(['--runner', 'mock', '--host', '127.0.0.1', '--config', file, '--max-output-tokens', '99'], env);
   try {
-    await new Promise<void>((resolve, reject) => {
-      const check = setInterval(() => {
-        if (/serving /.test(out)) {
-          clearInterval(check);
-          resolve();
-        }
-      }, 50);
-      void exited.then(() => {
-        clearInterval(check);
-        reject(new Error(`serve exited: ${out}`));
-      });
-    });
+    await ready;
     const base = `http://127.0.0.1:${port}`;
     const stats = (await (await fetch(`${base}/stats`)).json()) as { config: { file: string; options: Record<string, { value: unknown; source: string }> } };
     const o = stats.config.options;
@@ -179,7 +186,7 @@ for (const source of ['env', 'file'] as const) {
     for (const o of SERVE_LISTS) if (o.flag === 'dashboard-runs') for (const d of o.values(dir)) mkdirSync(d);
     const port = await freePort();
     const extraEnv: Record<string, string> = { HEADROOM_PORT: String(port) };
-    const args = ['bin/headroom.mjs', 'serve', '--runner', 'mock', '--host', '127.0.0.1'];
+    const args = ['--runner', 'mock', '--host', '127.0.0.1'];
     if (source === 'env') {
       for (const o of SERVE_LISTS) extraEnv[`HEADROOM_${o.flag.toUpperCase().replace(/-/g, '_')}`] = o.values(dir).join(',');
     } else {
@@ -187,24 +194,9 @@ for (const source of ['env', 'file'] as const) {
       writeFileSync(file, JSON.stringify(Object.fromEntries(SERVE_LISTS.map((o) => [o.flag, o.values(dir)]))));
       args.push('--config', file);
     }
-    const proc = spawn(process.execPath, args, { env: cliEnv(extraEnv), stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    proc.stdout.on('data', (b: Buffer) => (out += b.toString()));
-    proc.stderr.on('data', (b: Buffer) => (out += b.toString()));
-    const exited = new Promise<number | null>((r) => proc.on('exit', (code) => r(code)));
+    const { proc, exited, ready } = serveProcess(args, cliEnv(extraEnv));
     try {
-      await new Promise<void>((resolve, reject) => {
-        const check = setInterval(() => {
-          if (/serving /.test(out)) {
-            clearInterval(check);
-            resolve();
-          }
-        }, 50);
-        void exited.then(() => {
-          clearInterval(check);
-          reject(new Error(`serve exited: ${out}`));
-        });
-      });
+      await ready;
       const base = `http://127.0.0.1:${port}`;
       const stats = (await (await fetch(`${base}/stats`)).json()) as { config: { options: Record<string, { value: unknown; source: string }> } };
       for (const o of SERVE_LISTS) assert.deepEqual(stats.config.options[o.flag], { value: o.values(dir), source }, o.flag);

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { request } from 'undici';
 import { spawnServe } from '../helpers/serve-process.ts';
+import { freePort } from '../helpers/ports.ts';
 
 const DEADLINE_MS = 1500;
 
@@ -148,13 +149,7 @@ test('SIGTERM to `npm start` reaches the server: it drains and exits, leaving no
 
 test('with stdout and stderr on closed pipes the server still answers, and SIGTERM still drains it', async () => {
   const { spawn } = await import('node:child_process');
-  const { createServer } = await import('node:net');
-  const port = await new Promise<number>((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
-    });
-  });
+  const port = await freePort();
   const proc = spawn(process.execPath, ['bin/headroom.mjs', 'serve', '--runner', 'mock', '--host', '127.0.0.1', '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
   // Nobody reads either pipe: every log line the server writes meets a closed pipe (EPIPE).
   proc.stdout.destroy();

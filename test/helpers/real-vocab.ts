@@ -7,10 +7,10 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { makeModel } from '../../src/model/make-model.ts';
 import { PRESETS } from '../../src/model/presets.ts';
+import { LLAMA_TEMPLATES_DIR } from '../../src/model/default-model.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const LLAMA_MODELS_DIR = join(repoRoot, 'native', 'vendor', 'llama.cpp', 'models');
-export const LLAMA_TEMPLATES_DIR = join(LLAMA_MODELS_DIR, 'templates');
 
 /** The vocabularies the real-model tests run on (file stem after `ggml-vocab-`). */
 export const REAL_VOCABS = ['qwen2', 'llama-bpe', 'phi-3', 'gemma-4'] as const;

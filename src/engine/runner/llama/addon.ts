@@ -219,8 +219,6 @@ export interface AddonContext {
   /** The raw bytes a token stands for (a byte-fallback token gives one byte; control tokens give none unless `special`). */
   tokenPiece(token: number, special?: boolean): Buffer;
   isEog(token: number): boolean;
-  /** tokenizer.chat_template from the GGUF, or null. */
-  chatTemplate(): string | null;
   info(): AddonContextInfo;
   close(): void;
 }

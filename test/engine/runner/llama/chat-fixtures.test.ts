@@ -11,7 +11,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadLlamaAddon, llamaBinsDir } from '../../../../src/engine/runner/llama/addon.ts';
 import type { AddonContext } from '../../../../src/engine/runner/llama/addon.ts';
-import { LLAMA_MODELS_DIR, LLAMA_TEMPLATES_DIR, realVocabModel } from '../../../helpers/real-vocab.ts';
+import { LLAMA_MODELS_DIR, realVocabModel } from '../../../helpers/real-vocab.ts';
+import { LLAMA_TEMPLATES_DIR } from '../../../../src/model/default-model.ts';
 
 interface FixtureCase {
   name: string;
