@@ -5,6 +5,10 @@
 // A pure function of (context, snapshot, features) plus its own small state: the two bound models
 // (predictor + online calibrator), the hysteresis regimes and the exploration quota (decision/).
 // Decision order, per target:
+//   budget below the request's own floor (its prefill at the measured prefill rate, plus one decode
+//   step for E2E: decision/headroom.ts ownFloorMs)                              → refuse: no load,
+//   bound or exploration can make it fit (an idle engine explored `x-slo-ms: 100` with
+//   `max_tokens: 1000` and ran it for 18–101 s);
 //   no calibrated bound yet (cold start: fewer outcomes than the small-n guard) → admit if the
 //   throughput arithmetic (the queue ahead and its own prefill at the measured prefill rate, its
 //   max_tokens at the measured step time, ×2) fits the budget: exploring
@@ -24,7 +28,7 @@ import type { BoundModel } from './bound-model.ts';
 import type { AdmissionContext, AdmissionController, AdmissionDecision, AdmissionOutcome, DecisionMemo } from './controller.ts';
 import { AdmissionGate } from './decision/gate.ts';
 import type { Headroom } from './decision/headroom.ts';
-import { arithmeticEstimate } from './decision/headroom.ts';
+import { arithmeticEstimate, ownFloorMs } from './decision/headroom.ts';
 import type { GateDecision } from './decision/gate.ts';
 import { RetryAfter } from './decision/retry-after.ts';
 
@@ -83,7 +87,7 @@ export class ConformalController implements AdmissionController {
     let verdict = e2e;
     if (verdict.admit && ctx.ttftBudgetMs !== null) verdict = this.#gate(this.#o.ttft, this.#ttftGate, memo.ttftPredictionMs, ctx.ttftBudgetMs, 'ttft', ctx, snapshot, features);
     let reason: string = verdict.reason;
-    if (!verdict.admit && this.#o.headroom !== undefined) {
+    if (!verdict.admit && verdict.reason !== 'below_floor' && this.#o.headroom !== undefined) {
       const h = this.#o.headroom.decide(features, snapshot, ctx.sloMs, ctx.ttftBudgetMs, this.#clockMs);
       if (h === 'admit' || h === 'probe') reason = h === 'admit' ? 'headroom' : 'headroom_probe';
     }
@@ -94,7 +98,9 @@ export class ConformalController implements AdmissionController {
     const what = verdict === e2e ? 'end-to-end latency' : 'time to first token';
     const budget = verdict === e2e ? ctx.sloMs : ctx.ttftBudgetMs!;
     const message =
-      verdict.boundMs === null
+      verdict.reason === 'below_floor'
+        ? `This request's budget of ${budget} ms for its ${what} is below what its own prefill${verdict === e2e ? ' and one decode step' : ''} take on this engine at its measured rates (${Math.ceil(ownFloorMs(features, verdict === e2e ? 'e2e' : 'ttft')!)} ms), whatever the load; raise the budget or shorten the prompt.`
+        : verdict.boundMs === null
         ? `This request's ${what} cannot be bounded yet (the latency bound is still calibrating) and the engine's measured rates put it past its budget of ${budget} ms; retry after ${retryAfterS} s.`
         : `This request's ${what} cannot be bounded inside its budget now (bound ${Math.round(verdict.boundMs)} ms, budget ${budget} ms at ${(1 - this.#o.alpha) * 100}% confidence); retry after ${retryAfterS} s.`;
     return { admit: false, boundMs: e2e.boundMs, reason: verdict.reason, memo, refusal: refusal('conformal', { message, retryAfterS }) };
@@ -102,6 +108,8 @@ export class ConformalController implements AdmissionController {
 
   fits(ctx: AdmissionContext, snapshot: EngineSnapshot | null, features: Float64Array): boolean {
     const fits = (model: BoundModel, budgetMs: number, target: 'e2e' | 'ttft'): boolean => {
+      const floorMs = ownFloorMs(features, target);
+      if (floorMs !== null && floorMs > budgetMs) return false;
       const bound = model.bound(model.predict(features));
       return bound.status === 'uncalibrated' ? coldStartFits(features, snapshot, budgetMs, target) : bound.upper <= budgetMs;
     };
@@ -141,6 +149,8 @@ export class ConformalController implements AdmissionController {
 
   #gate(model: BoundModel, gate: AdmissionGate, yhat: number | null, budgetMs: number, target: 'e2e' | 'ttft', ctx: AdmissionContext, snapshot: EngineSnapshot | null, features: Float64Array): GateDecision {
     const bound = model.bound(yhat);
+    const floorMs = ownFloorMs(features, target);
+    if (floorMs !== null && floorMs > budgetMs) return { admit: false, reason: 'below_floor', boundMs: bound.status === 'calibrated' ? bound.upper : null, explored: null };
     if (bound.status === 'uncalibrated' && coldStartFits(features, snapshot, budgetMs, target)) return { admit: true, reason: 'explore', boundMs: null, explored: 'uncalibrated' };
     return gate.decide({ bound, budgetMs, nowMs: this.#clockMs, engine: snapshot });
   }

@@ -55,3 +55,30 @@ test('fits(): the bound alone, uncalibrated by the arithmetic; changes no state 
   // The exploration quota is still whole: decide() admits the next 4 heavy ones.
   assert.deepEqual(Array.from({ length: 5 }, (_, i) => c.decide(ctx(30 + i), busy, heavy).admit), [true, true, true, true, false]);
 });
+
+test('a budget below the request\'s own prefill plus one decode step is refused on an idle engine, calibrated or not, quota free', () => {
+  const idle = { ...busy, numRunning: 0, numWaiting: 0, waitingPromptTokens: 0, remainingDecodeTokens: 0 } as EngineSnapshot;
+  // Its own floor: 200 tokens at 2,000 tok/s = 100 ms, + one 10 ms step = 110 ms.
+  const x = features({ running: 0, max_tokens: 1000 });
+  const at = (sloMs: number, ttftBudgetMs: number | null = null, arrivalMs = 0): AdmissionContext => ({ ...ctx(arrivalMs), sloMs, ttftBudgetMs, maxTokens: 1000 });
+  const c = createAdmissionController({ mode: 'conformal', guarantee: 0.95 });
+  const refused = c.decide(at(105), idle, x);
+  assert.equal(refused.admit, false);
+  assert.equal(refused.reason, 'below_floor');
+  assert.ok(!refused.admit && (refused.refusal.retryAfterS ?? 0) >= 1);
+  assert.match(refused.refusal.message, /budget of 105 ms .* below .* prefill and one decode step .*\(110 ms\)/);
+  assert.equal(c.fits!(at(105), idle, x), false);
+  // Just above its floor, an idle engine's exploration still admits it (its length is not known: EOS may come at once).
+  assert.equal(c.decide(at(111, null, 1), idle, x).reason, 'explore');
+  // A TTFT budget below its own prefill alone.
+  const ttft = c.decide(at(4000, 90, 2), idle, features({ running: 0 }));
+  assert.equal(ttft.reason, 'below_floor');
+  assert.ok(!ttft.admit && /time to first token/.test(ttft.refusal.message));
+  // The quota was not spent on the refusals: 3 more explorations fit in this window (4 per 10 s).
+  assert.deepEqual(Array.from({ length: 4 }, (_, i) => c.decide(at(111, null, 3 + i), idle, x).admit), [true, true, true, false]);
+  // (c has the headroom shortcut on, as by default: its arithmetic is never below the floor.) Without it, the same.
+  const h = createAdmissionController({ mode: 'conformal', guarantee: 0.95, headroom: false });
+  assert.equal(h.decide(at(105), idle, x).reason, 'below_floor');
+  // Rates unmeasured: no floor is known, nothing is refused for it.
+  assert.equal(c.decide(at(105, null, 10_000), { ...idle, decodeTokensPerS: null }, features({ running: 0, step_ms_avg: 0, prefill_tokens_per_s: 0, decode_tokens_per_s: 0 })).admit, true);
+});

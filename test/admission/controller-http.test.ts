@@ -66,6 +66,26 @@ test('a 99% guarantee admits on an idle engine (exploration), even when its boun
   }
 });
 
+test('an idle engine explores nothing whose budget is below its own prefill plus one decode step: 503 at once, saying so', async () => {
+  // Every forward pass costs at least 150 ms (the warm-up before ready measured it): no request can finish inside 100 ms.
+  const server = await startTestServer({ scheduler: { scheduler: 'continuous' }, admission: fixedController(2000, 0.99), mock: { cost: { stepOverheadMs: 150 } } });
+  try {
+    const refused = await post(server.url, 100, 1000);
+    const body = (await refused.body.json()) as { error: { code: string; message: string } };
+    assert.equal(refused.statusCode, 503);
+    assert.equal(body.error.code, 'slo_unattainable');
+    assert.match(body.error.message, /budget of 100 ms .* below what its own prefill and one decode step take on this engine at its measured rates \(\d+ ms\)/);
+    assert.ok(Number(refused.headers['retry-after']) >= 1);
+    const stats = (await (await request(`${server.url}/stats`)).body.json()) as { admission: { reasons: Record<string, number> } };
+    assert.equal(stats.admission.reasons['below_floor'], 1);
+    const roomy = await post(server.url, 5000, 4);
+    assert.equal(roomy.statusCode, 200, 'a budget above the floor is still explored on the idle engine');
+    await roomy.body.json();
+  } finally {
+    await server.close();
+  }
+});
+
 test('with no outcomes yet the default controller explores (admits) rather than refusing, and learns from what it admits', async () => {
   const server = await startTestServer({ scheduler: { scheduler: 'continuous' }, admission: createAdmissionController({ mode: 'conformal', guarantee: 0.99, minOutcomes: 20 }) });
   try {

@@ -22,7 +22,9 @@ export type GateReason =
   /** Refused: the bound fits the budget but not the resume threshold while shedding. */
   | 'hysteresis'
   /** Refused: no calibrated bound and no exploration slot left. */
-  | 'uncalibrated';
+  | 'uncalibrated'
+  /** Refused before the bound is asked: the budget is below the request's own prefill (+ one step) at measured rates (conformal-controller.ts). */
+  | 'below_floor';
 
 /** One decision, as data. */
 export interface GateDecision {

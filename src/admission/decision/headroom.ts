@@ -94,6 +94,20 @@ export function arithmeticEstimate(x: Float64Array, o: { readonly maxRunning: nu
   return { e2eMs: o.margin * (ttftMs + x[MAX_TOKENS]! * stepMs), ttftMs: o.margin * ttftMs };
 }
 
+/**
+ * The least time this request can take on this engine, ms: its own new prompt tokens at the measured
+ * prefill rate, plus one step at the recent step time for E2E (a request ends no sooner than its first
+ * decode step). No margin and no work ahead of it: a lower bound, so a budget under it is missed
+ * whatever the load. Null when the engine's rates are unmeasured. Pure, O(1).
+ */
+export function ownFloorMs(x: Float64Array, target: 'e2e' | 'ttft'): number | null {
+  const prefillRate = x[PREFILL_RATE]!;
+  const stepMs = x[STEP_MS]!;
+  if (!(prefillRate > 0) || !(stepMs > 0)) return null;
+  const prefillMs = (1000 * x[NEW_PREFILL]!) / prefillRate;
+  return target === 'ttft' ? prefillMs : prefillMs + stepMs;
+}
+
 export class Headroom {
   readonly alpha: number;
   readonly maxRunningFraction: number;

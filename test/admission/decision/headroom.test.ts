@@ -187,4 +187,15 @@ describe('ConformalController with the headroom shortcut', () => {
     assert.deepEqual(decisions.map((d) => d.reason), ['explore', 'explore', 'explore', 'explore', 'over_budget', 'over_budget']);
     assert.equal(c.decide(ctx(11_000), idle, features()).reason, 'explore', 'a window later the quota has room again');
   });
+
+  it('a calibrated bound on an idle engine explores nothing whose budget is below its own prefill plus one step', () => {
+    const idle = { ...snap, numRunning: 0 } as EngineSnapshot;
+    const c = controller(new Headroom({ alpha: 0.05 }));
+    // 200 tokens at 2,000 tok/s + one 10 ms step = 110 ms; the 10 s bound would go to exploration.
+    const tight = { ...ctx(0), sloMs: 100 };
+    const d = c.decide(tight, idle, features());
+    assert.equal(d.reason, 'below_floor');
+    assert.equal(Math.round(d.boundMs!), 10_000, 'the calibrated bound is still reported');
+    assert.equal(c.decide({ ...tight, sloMs: 4000 }, idle, features()).reason, 'explore');
+  });
 });
