@@ -212,3 +212,53 @@ for (const source of ['env', 'file'] as const) {
     }
   });
 }
+
+/** Every list option of gateway (--upstream, and --cors-origin from the shared front door). */
+for (const source of ['env', 'file'] as const) {
+  test(`gateway: every list option from the ${source === 'env' ? 'environment' : 'config file'} is a list, in effect`, async () => {
+    const { startTestServer } = await import('../helpers/headroom.ts');
+    const upstreams = [await startTestServer(), await startTestServer()];
+    const dir = mkdtempSync(join(tmpdir(), 'headroom-gateway-lists-'));
+    const lists = { upstream: upstreams.map((u) => `${u.url}/v1`), 'cors-origin': ['https://a.example', 'https://b.example:8443'] };
+    const extraEnv: Record<string, string> = {};
+    const args = ['gateway', '--host', '127.0.0.1', '--port', '0'];
+    if (source === 'env') {
+      for (const [k, v] of Object.entries(lists)) extraEnv[`HEADROOM_GATEWAY_${k.toUpperCase().replace(/-/g, '_')}`] = v.join(',');
+    } else {
+      const file = join(dir, 'g.json');
+      writeFileSync(file, JSON.stringify(lists));
+      args.push('--config', file);
+    }
+    const proc = spawn(process.execPath, ['bin/headroom.mjs', ...args], { env: cliEnv(extraEnv), stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    proc.stdout.on('data', (b: Buffer) => (out += b.toString()));
+    proc.stderr.on('data', (b: Buffer) => (out += b.toString()));
+    const exited = new Promise<number | null>((r) => proc.on('exit', (code) => r(code)));
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        const check = setInterval(() => {
+          const m = /gateway for \S+ on (http:\/\/[\d.:]+); ready/.exec(out);
+          if (m !== null) {
+            clearInterval(check);
+            resolve(m[1]!);
+          }
+        }, 50);
+        void exited.then(() => {
+          clearInterval(check);
+          reject(new Error(`gateway exited: ${out}`));
+        });
+      });
+      const stats = (await (await fetch(`${url}/stats`)).json()) as { config: { options: Record<string, { value: unknown; source: string }> }; gateway: { upstreams: unknown[] } };
+      for (const [k, v] of Object.entries(lists)) assert.deepEqual(stats.config.options[k], { value: v, source }, k);
+      // In effect: two upstreams in the pool, the second origin allowed.
+      assert.equal(stats.gateway.upstreams.length, 2);
+      const cors = await fetch(`${url}/v1/models`, { headers: { origin: 'https://b.example:8443' } });
+      assert.equal(cors.headers.get('access-control-allow-origin'), 'https://b.example:8443');
+    } finally {
+      proc.kill('SIGTERM');
+      await exited;
+      for (const u of upstreams) await u.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+}
