@@ -363,6 +363,14 @@ export class Engine {
     // The runner computes on its own thread from here: the last step's outputs go out meanwhile.
     this.#flush();
     const result = await computing;
+    if (!result.ok && result.reason === 'kv_ops_failed') {
+      // Part of the plan's KV operations ran: the scheduler's books (blocks, prefix cache, sequence
+      // ids) no longer describe the model's cells, and no update() can say which cells are whose.
+      // Stop loudly (as vLLM does on a worker failure) rather than serve from a cache that lies.
+      const n = plan.runner.kvOps.length;
+      const op = plan.runner.kvOps[result.appliedKvOps];
+      throw new Error(`the model runner applied ${result.appliedKvOps} of ${n} KV operations of step ${this.#numSteps} and then failed${op === undefined ? '' : ` on ${JSON.stringify(op)}`}: ${result.message}; the scheduler's KV accounting no longer matches the model's cells`);
+    }
     const outputs = this.scheduler.update(plan, result, this.now());
     const record = this.#record(plan, result, t0, outputs, numArrivals, numAborts);
     this.#log.push(record);

@@ -116,4 +116,9 @@ export type StepResult =
       /** Wall time of the forward pass itself in ms (the llama runner measures it around llama_decode). */
       readonly computeMs: number;
     }
-  | { readonly ok: false; readonly reason: 'no_kv_slot' | 'backend_error'; readonly message: string };
+  | { readonly ok: false; readonly reason: 'no_kv_slot' | 'backend_error'; readonly message: string }
+  /**
+   * A KV operation failed after `appliedKvOps` of the plan's were applied (none of the batch ran):
+   * the scheduler's books no longer describe the runner's cells, so the engine stops (engine.ts).
+   */
+  | { readonly ok: false; readonly reason: 'kv_ops_failed'; readonly appliedKvOps: number; readonly message: string };

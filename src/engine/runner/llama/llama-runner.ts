@@ -12,7 +12,7 @@
 //   close() waits for those in flight.
 import { basename } from 'node:path';
 import type { Runner, RunnerInfo } from '../runner.ts';
-import type { RunnerPlan, StepItem, StepResult, TokenLogprob } from '../../plan.ts';
+import type { KvOp, RunnerPlan, StepItem, StepResult, TokenLogprob } from '../../plan.ts';
 import { loadLlamaAddon, llamaBinsDir } from './addon.ts';
 import type { AddonContext, AddonContextOptions, AddonDecodeResult, AddonHostBytesStats, AddonSamplerConfig, LlamaAddon } from './addon.ts';
 import { LlamaTokenizer } from './llama-tokenizer.ts';
@@ -260,30 +260,46 @@ export class LlamaRunner implements Runner {
     return this.#lastTiming;
   }
 
+  /** Apply one KV operation; null when done, else why llama.cpp refused it. */
+  #applyKvOp(op: KvOp): string | null {
+    if (op.kind === 'copy') {
+      this.#ctx.seqCopy(op.srcSeqId, op.dstSeqId, op.p0, op.p1);
+    } else if (op.kind === 'adopt') {
+      if (!this.#ctx.seqRemove(op.dstSeqId, op.p0, op.p1)) return `llama_memory_seq_rm refused seq ${op.dstSeqId} [${op.p0}, ${op.p1})`;
+      this.#ctx.seqCopy(op.srcSeqId, op.dstSeqId, op.p0, op.p1);
+    } else if (op.kind === 'remove') {
+      if (!this.#ctx.seqRemove(op.seqId, op.p0, op.p1)) return `llama_memory_seq_rm refused seq ${op.seqId} [${op.p0}, ${op.p1})`;
+    } else if (op.kind === 'save') {
+      const bytes = this.#ctx.seqStateGet(op.seqId);
+      this.#host.set(op.key, bytes);
+      if (bytes.length > this.#largestSave) this.#largestSave = bytes.length;
+    } else if (op.kind === 'load') {
+      const bytes = this.#host.get(op.key);
+      if (bytes === undefined) bug(`load of host entry ${op.key}, which was never saved or was dropped`);
+      // The scheduler made room for every saved cell: a refusal here is an accounting bug.
+      if (!this.#ctx.seqStateSet(op.seqId, bytes)) bug(`llama_state_seq_set_data refused host entry ${op.key} (${bytes.length} bytes) into seq ${op.seqId}`);
+    } else {
+      this.#host.delete(op.key);
+    }
+    return null;
+  }
+
   async execute(plan: RunnerPlan): Promise<StepResult> {
     if (this.#closed) bug('execute() on a closed LlamaRunner');
     if (this.#inflight !== null) bug('execute() called while a step is in flight');
     const t0 = performance.now();
-    for (const op of plan.kvOps) {
-      if (op.kind === 'copy') {
-        this.#ctx.seqCopy(op.srcSeqId, op.dstSeqId, op.p0, op.p1);
-      } else if (op.kind === 'adopt') {
-        if (!this.#ctx.seqRemove(op.dstSeqId, op.p0, op.p1)) return { ok: false, reason: 'backend_error', message: `llama_memory_seq_rm refused seq ${op.dstSeqId} [${op.p0}, ${op.p1})` };
-        this.#ctx.seqCopy(op.srcSeqId, op.dstSeqId, op.p0, op.p1);
-      } else if (op.kind === 'remove') {
-        if (!this.#ctx.seqRemove(op.seqId, op.p0, op.p1)) return { ok: false, reason: 'backend_error', message: `llama_memory_seq_rm refused seq ${op.seqId} [${op.p0}, ${op.p1})` };
-      } else if (op.kind === 'save') {
-        const bytes = this.#ctx.seqStateGet(op.seqId);
-        this.#host.set(op.key, bytes);
-        if (bytes.length > this.#largestSave) this.#largestSave = bytes.length;
-      } else if (op.kind === 'load') {
-        const bytes = this.#host.get(op.key);
-        if (bytes === undefined) bug(`load of host entry ${op.key}, which was never saved or was dropped`);
-        // The scheduler made room for every saved cell: a refusal here is an accounting bug.
-        if (!this.#ctx.seqStateSet(op.seqId, bytes)) bug(`llama_state_seq_set_data refused host entry ${op.key} (${bytes.length} bytes) into seq ${op.seqId}`);
-      } else {
-        this.#host.delete(op.key);
+    // KV operations first, in order. One that fails (or throws) leaves the ops before it applied and
+    // the rest not: the runner says how many, and the engine stops (the scheduler's books would no
+    // longer describe these cells).
+    for (let i = 0; i < plan.kvOps.length; i++) {
+      const op = plan.kvOps[i]!;
+      let refusal: string | null;
+      try {
+        refusal = this.#applyKvOp(op);
+      } catch (e) {
+        refusal = e instanceof Error ? e.message : String(e);
       }
+      if (refusal !== null) return { ok: false, reason: 'kv_ops_failed', appliedKvOps: i, message: refusal };
     }
     let numRows = 0;
     for (const item of plan.items) numRows += item.tokens.length;
