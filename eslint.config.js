@@ -1,5 +1,5 @@
 // Lint rules: typescript-eslint's recommended set with type information, plus the few
-// habits STYLE.md asks for that a linter can check.
+// habits CONTRIBUTING.md ("Style") asks for that a linter can check.
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(

@@ -1,7 +1,7 @@
 // The paged KV block pool: fixed-size blocks, reference counts, a LIFO free list.
 //
 // It is the accounting model of llama.cpp's unified KV pool: `numBlocks * blockSize` cells.
-// It is the only owner of reference counts (STYLE: one owner per piece of mutable state);
+// It is the only owner of reference counts (CONTRIBUTING.md, Style: one owner per piece of mutable state);
 // block tables and the radix cache hold references through incRef/decRef.
 //
 // Invariants (checked by `checkInvariants()`):
