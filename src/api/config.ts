@@ -103,10 +103,10 @@ export function serverConfig(overrides: Partial<ServerConfig> = {}): ServerConfi
   if (!LOG_LEVELS.includes(c.logLevel)) throw new Error(`config: expected logLevel in ${LOG_LEVELS.join('|')}, got ${String(c.logLevel)}`);
   if (!LOG_FORMATS.includes(c.logFormat)) throw new Error(`config: expected logFormat in ${LOG_FORMATS.join('|')}, got ${String(c.logFormat)}`);
   for (const o of c.corsOrigins) {
-    if (o !== '*' && !/^https?:\/\/[^/\s]+$/.test(o)) throw new Error(`config: expected a CORS origin like https://app.example.com (scheme and host, no path) or *, got '${o}'`);
+    if (o !== '*' && !/^https?:\/\/[^/\s]+$/.test(o)) throw new Error(`config: expected corsOrigins to be CORS origins like https://app.example.com (scheme and host, no path) or *, got '${o}'`);
   }
   for (const name of c.servedModelNames) {
-    if (!/^[\x21-\x7e]+$/.test(name) || name.length > MAX_MODEL_NAME_CHARS) throw new Error(`config: expected a served model name of 1-${MAX_MODEL_NAME_CHARS} printable characters without spaces, got '${name}'`);
+    if (!/^[\x21-\x7e]+$/.test(name) || name.length > MAX_MODEL_NAME_CHARS) throw new Error(`config: expected servedModelNames to be names of 1-${MAX_MODEL_NAME_CHARS} printable characters without spaces, got '${name}'`);
   }
   if (new Set(c.servedModelNames).size !== c.servedModelNames.length) throw new Error(`config: expected distinct served model names, got ${c.servedModelNames.join(', ')}`);
   return c;

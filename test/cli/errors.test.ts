@@ -46,7 +46,7 @@ test('bad flag values, missing files and folders: one line, exit 1, no stack tra
     [['bench', 'report', 'no/such/folder'], /^headroom: error: no\/such\/folder: not a result folder/],
     [['admission', 'evaluate', '--traces', 'no/such/traces'], /^headroom: error: no such file or folder: no\/such\/traces$/],
     [['calibrate', '--model', 'no/such.gguf'], /^headroom: error: model file not found: no\/such\.gguf$/],
-    [['serve', '--model', 'no/such.gguf'], /^headroom: error: model file not found: no\/such\.gguf$/],
+    [['serve', '--model', 'no/such.gguf'], /^headroom: error: --model: file not found: no\/such\.gguf$/],
     [['serve', '--port', 'abc'], /^headroom: error: --port: expected an integer, got 'abc'$/],
     [['serve', '--scheduler', 'lifo'], /^headroom: error: option '--scheduler <name>' argument 'lifo' is invalid\. Allowed choices are fifo, static, continuous\./],
   ];

@@ -66,8 +66,8 @@ test('bad flags, a missing or corrupt model and --ctx beyond the trained context
       [['--port', 'abc'], /^headroom: error: --port: expected an integer, got 'abc'$/],
       [['--bogus'], /^headroom: error: unknown option '--bogus'/],
       [['--runner', 'gpu'], /^headroom: error: option '--runner <runner>' argument 'gpu' is invalid/],
-      [['--runner', 'mock', '--min-slo-ms', '20000'], /^headroom: error: config: expected minSloMs ≤ sloMs ≤ maxSloMs/],
-      [['--model', join(dir, 'missing.gguf'), '--port', '0'], /^headroom: error: model file not found: /],
+      [['--runner', 'mock', '--min-slo-ms', '20000'], /^headroom: error: expected --min-slo-ms ≤ --slo-ms ≤ --max-slo-ms/],
+      [['--model', join(dir, 'missing.gguf'), '--port', '0'], /^headroom: error: --model: file not found: /],
       // llama.cpp's own reason, not its generic last line.
       [['--model', corrupt, '--port', '0'], /^headroom: error: llama\.cpp could not load the model at .*corrupt\.gguf \(gguf_init_from_reader: failed to read (key-value pairs|header)/],
       [['--model', truncated, '--port', '0'], /^headroom: error: llama\.cpp could not load the model at .*truncated\.gguf \(.*(fail|error|bounds)/],

@@ -123,7 +123,7 @@ export function serverConfigOf(f: ServerFlags, extra: Partial<ServerConfig> = {}
   const probePort = f.probePort === undefined ? null : int('probe-port', f.probePort);
   if (probePort !== null && (probePort < 0 || probePort > 65535)) throw new StartupError(`--probe-port: expected a port in [0, 65535], got '${f.probePort}'`);
   if (probePort !== null && probePort !== 0 && probePort === port) throw new StartupError(`--probe-port: expected a port other than --port (${port})`);
-  return serverConfig({
+  return namingFlags(() => serverConfig({
     host: f.host,
     port,
     probePort,
@@ -144,7 +144,21 @@ export function serverConfigOf(f: ServerFlags, extra: Partial<ServerConfig> = {}
     corsOrigins: f.corsOrigin,
     protectMetrics: f.protectMetrics,
     ...extra,
-  });
+  }));
+}
+
+/** ServerConfig keys whose flag is not the key in kebab case. */
+const FLAG_OF_KEY: Readonly<Record<string, string>> = { corsOrigins: 'cors-origin', servedModelNames: 'served-model-name' };
+
+/** serverConfig()'s checks speak of its keys ('config: expected minSloMs ...'): the error names the flags instead. */
+function namingFlags<T>(build: () => T): T {
+  try {
+    return build();
+  } catch (err) {
+    const keys = Object.keys(serverConfig());
+    const message = (err as Error).message.replace(/^config: /, '').replace(/\b[a-z]+[A-Z]\w*\b/g, (w) => (keys.includes(w) ? `--${FLAG_OF_KEY[w] ?? w.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}` : w));
+    throw new StartupError(message, { cause: err });
+  }
 }
 
 export function keysOf(f: ServerFlags): KeyRing | null {
@@ -167,9 +181,11 @@ export function flowOption(f: FlowFlags): { flow?: FlowController | SharedFlowCo
     shares = parseBandShares(f.priorityBands);
     const limits = { maxRequests, maxInputTokens, maxTotalTokens, shares, queueSize: count('flow-queue-size', f.flowQueueSize), queueTtlMs: int('flow-queue-ttl-ms', f.flowQueueTtlMs) };
     const on = maxRequests !== Infinity || maxInputTokens !== Infinity || maxTotalTokens !== Infinity;
+    // Checked whether or not a Redis URL is given: a bad value is an error where it is written.
+    const shared = sharedFlowOptions(f, count);
     if (f.flowRedisUrl !== undefined) {
       if (!on) throw new StartupError('--flow-redis-url: set a cap to share (--max-inflight-requests, --max-inflight-tokens or --max-inflight-total-tokens)');
-      return { flow: sharedFlow(f, f.flowRedisUrl, limits, count) };
+      return { flow: sharedFlow(f.flowRedisUrl, limits, shared) };
     }
     const flow = new FlowController(limits);
     return on || shares.length > 1 ? { flow } : {};
@@ -179,9 +195,14 @@ export function flowOption(f: FlowFlags): { flow?: FlowController | SharedFlowCo
   }
 }
 
-function sharedFlow(f: FlowFlags, url: string, limits: FlowLimits, count: (name: string, v: string) => number): SharedFlowController {
-  const bad = checkRedisUrl(url);
-  if (bad !== null) throw new StartupError(`--flow-redis-url: ${bad.message}`);
+interface SharedFlowOptions {
+  readonly leaseMs: number;
+  readonly timeoutMs: number;
+  readonly pollMs: number;
+  readonly replicas: number;
+}
+
+function sharedFlowOptions(f: FlowFlags, count: (name: string, v: string) => number): SharedFlowOptions {
   const positive = (name: string, v: string): number => {
     const n = int(name, v);
     if (n < 1) throw new StartupError(`--${name}: expected an integer ≥ 1, got '${v}'`);
@@ -191,8 +212,14 @@ function sharedFlow(f: FlowFlags, url: string, limits: FlowLimits, count: (name:
   if (leaseMs < 30) throw new StartupError(`--flow-redis-lease-ms: expected at least 30 ms, got '${f.flowRedisLeaseMs}'`);
   const timeoutMs = positive('flow-redis-timeout-ms', f.flowRedisTimeoutMs);
   if (timeoutMs >= leaseMs) throw new StartupError(`--flow-redis-timeout-ms: expected less than --flow-redis-lease-ms (${leaseMs}), got '${f.flowRedisTimeoutMs}'`);
-  const store = new RedisStore({ url, leaseMs, timeoutMs });
-  return new SharedFlowController(limits, store, { replicas: count('flow-replicas', f.flowReplicas), leaseMs, pollMs: positive('flow-redis-poll-ms', f.flowRedisPollMs) });
+  return { leaseMs, timeoutMs, pollMs: positive('flow-redis-poll-ms', f.flowRedisPollMs), replicas: count('flow-replicas', f.flowReplicas) };
+}
+
+function sharedFlow(url: string, limits: FlowLimits, o: SharedFlowOptions): SharedFlowController {
+  const bad = checkRedisUrl(url);
+  if (bad !== null) throw new StartupError(`--flow-redis-url: ${bad.message}`);
+  const store = new RedisStore({ url, leaseMs: o.leaseMs, timeoutMs: o.timeoutMs });
+  return new SharedFlowController(limits, store, { replicas: o.replicas, leaseMs: o.leaseMs, pollMs: o.pollMs });
 }
 
 /** What the signal handler drives: a server that can drain. */

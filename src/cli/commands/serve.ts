@@ -2,12 +2,12 @@
 //
 // Order: parse flags → listen (a busy port fails here, in milliseconds) → load the model → warm up
 // → ready. A startup failure is one line on stderr and exit code 1; the exit codes are listed in
-// cli/startup-errors.ts, `serve --help` and the README. SIGTERM/SIGINT drains (exit 0, or 2 when
+// cli/startup-errors.ts, `serve --help` and docs/serving.md. SIGTERM/SIGINT drains (exit 0, or 2 when
 // the drain deadline cuts requests); a second signal during the drain exits at once (3).
 
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { access, constants, mkdir, stat } from 'node:fs/promises';
+import { access, constants, mkdir, open, stat } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import type { Headroom } from '../../app.ts';
@@ -179,13 +179,22 @@ function inlineStepMs(f: ServeFlags): number {
   return ms;
 }
 
+/** --trace-out must be a file this process can append to (the writer opens it after the port is bound). */
+async function checkTraceOut(file: string): Promise<void> {
+  try {
+    await (await open(file, 'a')).close();
+  } catch (err) {
+    throw new StartupError(`--trace-out: cannot append to ${file} (${(err as NodeJS.ErrnoException).code ?? String(err)})`, { cause: err });
+  }
+}
+
 /** Steps up to this long run inline by default: a decode step of the tiny or small model (docs/per-token.md §10). */
 const DEFAULT_INLINE_STEP_MS = 5;
 
 async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> {
   const server = serverConfigOf(f, { servedModelNames: f.servedModelName ?? [] });
   const keys = keysOf(f);
-  if (f.model !== undefined && !existsSync(f.model)) throw new StartupError(`model file not found: ${f.model}`);
+  if (f.model !== undefined && !existsSync(f.model)) throw new StartupError(`--model: file not found: ${f.model}`);
   const runnerConfig = {
     runner: f.runner,
     ...(f.model === undefined ? {} : { modelPath: f.model }),
@@ -198,12 +207,13 @@ async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> 
     maxSequences: int('parallel', f.parallel),
     maxBatchTokens: int('batch-tokens', f.batchTokens),
     microBatchTokens: Math.min(512, int('batch-tokens', f.batchTokens)),
-    mockSpeed: Number(f.mockSpeed),
+    mockSpeed: number('mock-speed', f.mockSpeed, (n) => n >= 0, 'a number ≥ 0 (0: as fast as the event loop allows)'),
     ...(f.chatTemplate === undefined ? {} : { chatTemplate: chatTemplateSource(f.chatTemplate) }),
     parseSpecialInMessages: f.specialInMessages,
     promptSpecialAsText: f.promptSpecial === 'text',
   };
   const admission = await admissionConfig(f);
+  if (f.traceOut !== undefined) await checkTraceOut(f.traceOut);
   const record = await recordOption(f);
   const dashboardRuns = await dashboardRunsOption(f.dashboardRuns ?? []);
   // Imported here, after the flags are checked: `--help` and a bad flag never load the server and OpenTelemetry.
@@ -233,7 +243,7 @@ async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> 
       ...(f.cacheMaxFraction === 'auto' ? {} : { cacheMaxFraction: number('cache-max-fraction', f.cacheMaxFraction, (n) => n >= 0 && n <= 1, "a number in [0, 1] or 'auto'") }),
       cacheRetain: f.cacheRetain,
       hostTierTokens: nonNegativeInt('cache-host-tokens', f.cacheHostTokens),
-      kvWatermark: Number(f.kvWatermark),
+      kvWatermark: number('kv-watermark', f.kvWatermark, (n) => n >= 0 && n <= 0.5, 'a share of the KV blocks in [0, 0.5]'),
       maxPreemptions: int('max-preemptions', f.maxPreemptions),
     },
     maxQueuedRequests: int('max-queued', f.maxQueued),
@@ -289,8 +299,12 @@ async function dashboardRunsOption(dirs: readonly string[]): Promise<string[]> {
 
 async function admissionConfig(f: ServeFlags): Promise<AdmissionConfig> {
   const base = admissionBase(f);
-  if (f.admissionArtifact === undefined) return base;
-  if (!existsSync(f.admissionArtifact)) throw new StartupError(`admission artifact not found: ${f.admissionArtifact}`);
+  if (f.admissionArtifact === undefined) {
+    if (f.admissionCalibrationTraces !== undefined) throw new StartupError('--admission-calibration-traces: calibrates an --admission-artifact; give one (without it the server learns online)');
+    return base;
+  }
+  if (!existsSync(f.admissionArtifact)) throw new StartupError(`--admission-artifact: file not found: ${f.admissionArtifact}`);
+  if (f.admissionCalibrationTraces !== undefined && !existsSync(f.admissionCalibrationTraces)) throw new StartupError(`--admission-calibration-traces: no such directory: ${f.admissionCalibrationTraces}`);
   // What the artifact must have been fitted on: this runner, this model file, this machine.
   const modelPath = f.runner === 'mock' ? null : (f.model ?? DEFAULT_MODEL_PATH);
   const modelSha256 = modelPath === null ? 'mock' : existsSync(modelPath) ? await fileSha256(modelPath) : 'unknown';
