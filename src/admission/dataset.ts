@@ -67,9 +67,18 @@ export function parseTrace(text: string, source: string): TraceRow[] {
   return rows;
 }
 
+/**
+ * What to do with censored rows (cancelled, timed out, failed: the latency recorded is the time they
+ * were cut at, a lower bound). 'drop' for fitting a predictor, which must not learn a lower bound as
+ * an observed latency; 'keep' for calibrating a bound, where dropping them breaks exchangeability
+ * (the slowest requests are the ones clients give up on: 507 of 1,267 rows of one collection) and a
+ * row cut past its budget is a miss at its censoring time whatever its true latency.
+ */
+export type CensoredRows = 'drop' | 'keep';
+
 /** Build the matrix from rows (each tagged with its fold key and rate). */
-export function toDataset(tagged: readonly { row: TraceRow; round: string; rate: number }[], target: Target): Dataset {
-  const keep = tagged.filter(({ row }) => row.admitted && !row.censored && (target === 'e2e' ? row.e2e_ms : row.ttft_ms) !== null);
+export function toDataset(tagged: readonly { row: TraceRow; round: string; rate: number }[], target: Target, censored: CensoredRows = 'drop'): Dataset {
+  const keep = tagged.filter(({ row }) => row.admitted && (censored === 'keep' || !row.censored) && (target === 'e2e' ? row.e2e_ms : row.ttft_ms) !== null);
   const x = new Float64Array(keep.length * NUM_FEATURES);
   const y = new Float64Array(keep.length);
   const rate = new Float64Array(keep.length);
@@ -92,7 +101,7 @@ export function blocksOf(ds: Dataset, rounds: readonly string[]): string[] {
 }
 
 /** Every trace under `root` as one dataset. */
-export function loadDataset(root: string, target: Target): Dataset {
+export function loadDataset(root: string, target: Target, censored: CensoredRows = 'drop'): Dataset {
   const tagged = findTraces(root).flatMap(({ path, round, rate }) => parseTrace(readFileSync(path, 'utf8'), path).map((row) => ({ row, round, rate })));
-  return toDataset(tagged, target);
+  return toDataset(tagged, target, censored);
 }

@@ -88,7 +88,8 @@ export function createAdmissionController(c: AdmissionConfig): AdmissionControll
   let initial: { yhat: number; y: number }[] = [];
   if (c.calibrationTraces !== undefined) {
     if (e2eBase.kind !== 'artifact') throw new Error('admission: calibration traces need an artifact (the online baseline has no predictions for them)');
-    const ds = loadDataset(c.calibrationTraces, 'e2e');
+    // Censored rows too, at the time they were cut: a request cut past its budget is a miss.
+    const ds = loadDataset(c.calibrationTraces, 'e2e', 'keep');
     const p = e2eBase.predictor;
     initial = Array.from({ length: ds.numRows }, (_, i) => ({ yhat: Math.max(0, p.predict(ds.x.subarray(i * NUM_FEATURES, (i + 1) * NUM_FEATURES))), y: ds.y[i]! }));
   }

@@ -72,3 +72,32 @@ test('the default controller has the shortcut on, reading the queue; each can be
   assert.equal(state(createAdmissionController({ mode: 'conformal', headroomQueue: false })).headroom?.allowQueue, false);
   assert.equal(state(createAdmissionController({ mode: 'conformal', headroom: false })).headroom, null);
 });
+
+test('a warm start calibrates on censored rows too, at the time they were cut: requests clients gave up on are misses, not missing', () => {
+  const artifact = JSON.parse(readFileSync(ARTIFACT, 'utf8')) as { provenance: { machine: string } };
+  const here = { runner: 'mock', modelSha256: 'mock', machine: artifact.provenance.machine };
+  const rows = readFileSync(join(TRACES, 'rate-1', 'trace.jsonl'), 'utf8').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as { admitted: boolean; censored: boolean; outcome: string; e2e_ms: number | null });
+  const dir = mkdtempSync(join(tmpdir(), 'headroom-censored-'));
+  try {
+    // Every fifth admitted row was cut by a client timeout at ten times its latency (the slowest are the ones given up on).
+    let k = 0;
+    const cut = rows.map((r) => (r.admitted && r.e2e_ms !== null && k++ % 5 === 0 ? { ...r, censored: true, outcome: 'abort', e2e_ms: r.e2e_ms * 10 } : r));
+    const write = (name: string, rs: readonly object[]): string => {
+      mkdirSync(join(dir, name, 'rate-1'), { recursive: true });
+      writeFileSync(join(dir, name, 'rate-1', 'trace.jsonl'), rs.map((r) => JSON.stringify(r)).join('\n') + '\n');
+      return join(dir, name);
+    };
+    const withCut = write('with-cut', cut);
+    const withoutCut = write('without-cut', cut.filter((r) => !r.censored));
+    const calibration = (traces: string) => (createAdmissionController({ mode: 'conformal', artifactPath: ARTIFACT, expect: here, calibrationTraces: traces }).state() as { e2e: { calibration: { n: number; q: number } } }).e2e.calibration;
+    const kept = calibration(withCut);
+    const dropped = calibration(withoutCut);
+    assert.equal(kept.n, loadDataset(withCut, 'e2e', 'keep').numRows);
+    assert.equal(kept.n - dropped.n, k === 0 ? 0 : Math.ceil(k / 5), 'the cut rows are calibration outcomes');
+    assert.ok(kept.q > dropped.q, `the bound's quantile grows with the cut rows (${kept.q} vs ${dropped.q})`);
+    // Fitting still leaves them out: a time a request was cut at is not its latency.
+    assert.equal(loadDataset(withCut, 'e2e').numRows, dropped.n);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
