@@ -3,6 +3,8 @@
 // is the online throughput baseline, fitted from the server's own outcomes; an offline artifact
 // (`headroom admission train`) replaces it for the E2E target after a provenance check.
 
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { BoundModel } from './bound-model.ts';
 import { loadDataset } from './dataset.ts';
 import type { BasePredictor } from './bound-model.ts';
@@ -12,6 +14,7 @@ import type { CalibratorMode } from './conformal/online-calibrator.ts';
 import { ratioScore } from './conformal/score.ts';
 import { ConformalController } from './conformal-controller.ts';
 import { Headroom } from './decision/headroom.ts';
+import { PersistentController } from './persistent-state.ts';
 import type { AdmissionController } from './controller.ts';
 import { admitAll } from './controller.ts';
 import type { FeatureName } from './features.ts';
@@ -49,6 +52,11 @@ export interface AdmissionConfig {
   readonly keepWarmMs?: number;
   /** Where warnings go (default console.error). */
   readonly warn?: (msg: string) => void;
+  /**
+   * Keep what the controller learns across restarts in this directory (persistent-state.ts), for
+   * outcomes measured on this runner, model and machine (the rest of the provenance is this config's).
+   */
+  readonly state?: { readonly dir: string; readonly runner: string; readonly modelSha256: string; readonly machine: string };
 }
 
 /** The base model's quantile level: a stable estimate that the conformal step inflates to the guarantee. */
@@ -101,11 +109,19 @@ export function createAdmissionController(c: AdmissionConfig): AdmissionControll
     minN: warmMinN(c, initial.length, alpha, guarantee),
     ...(c.window === undefined ? {} : { window: c.window }),
   });
-  return new ConformalController({
+  const controller = new ConformalController({
     alpha,
     e2e: new BoundModel(e2eBase, e2eCalibrator),
     ttft: new BoundModel(online(TTFT_COLUMNS), calibrator()),
     ...(c.headroom === false ? {} : { headroom: new Headroom({ alpha, allowQueue: c.headroomQueue !== false, ...(c.headroomBatchShare === undefined ? {} : { maxRunningFraction: c.headroomBatchShare }) }) }),
+  });
+  if (c.state === undefined) return controller;
+  const { dir, runner, modelSha256, machine } = c.state;
+  const artifactSha256 = c.artifactPath === undefined ? null : createHash('sha256').update(readFileSync(c.artifactPath)).digest('hex');
+  return new PersistentController(controller, {
+    dir,
+    provenance: { runner, modelSha256, machine, featureNames: FEATURE_NAMES, guarantee, calibration: c.calibration ?? 'rolling', artifactSha256 },
+    log: (line) => console.error(`headroom: ${line}`),
   });
 }
 

@@ -6,7 +6,7 @@
 // the drain deadline cuts requests); a second signal during the drain exits at once (3).
 
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { access, constants, mkdir, open, stat } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { Option } from 'commander';
@@ -27,6 +27,7 @@ import { addAdmissionOptions, admissionBase } from './admission-options.ts';
 import type { AdmissionFlags } from './admission-options.ts';
 
 interface ServeFlags extends ServerFlags, FlowFlags, AdmissionFlags {
+  admissionState?: string;
   runner: 'llama' | 'mock';
   model?: string;
   threads: string;
@@ -130,6 +131,7 @@ export function registerServeCommand(program: Command): void {
     .option('--static-wait-ms <ms>', 'static scheduler: longest wait to fill a batch', '50')
     .option('--max-queued <n>', 'most requests held in memory', '1024')
     .option('--mock-speed <x>', 'mock runner cost multiplier', '1')
+    .option('--admission-state <dir>', 'keep what admission control learns here and start from it after a restart on the same runner, model, machine and admission settings (anything else starts cold, with one line)')
     .option('--record <dir>', 'flight recorder: write step records, admission decisions, finishes and refusals to a new run folder in this directory (JSON lines; /dashboard?run=NAME replays it)')
     .option('--record-max-bytes <bytes>', 'flight recorder: largest segment file; a full one rotates to the next', String(DEFAULT_RECORDER_LIMITS.maxSegmentBytes))
     .option('--record-max-files <n>', 'flight recorder: most segment files kept per run; the oldest is deleted', String(DEFAULT_RECORDER_LIMITS.maxSegments))
@@ -289,6 +291,20 @@ async function recordOption(f: ServeFlags): Promise<{ dir: string; maxSegmentByt
   return { dir, maxSegmentBytes, maxSegments };
 }
 
+/** --admission-state: a directory this process can create and write (a special filesystem is refused: Node 20's recursive mkdir never returns on /proc). */
+async function stateDirectory(dir: string): Promise<void> {
+  const full = resolve(dir);
+  if (dir.trim() === '' || /^\/(proc|sys|dev)(\/|$)/.test(full)) throw new StartupError(`--admission-state: cannot keep state in '${dir}': not a directory on a regular filesystem`);
+  try {
+    await mkdir(full, { recursive: true });
+    if (!(await stat(full)).isDirectory()) throw new Error('not a directory');
+    await access(full, constants.W_OK);
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    throw new StartupError(`--admission-state: cannot keep state in ${dir}: ${e.code === 'EEXIST' || e.code === 'ENOTDIR' || e.message === 'not a directory' ? 'it is not a directory' : (e.code ?? e.message)}`, { cause: err });
+  }
+}
+
 async function dashboardRunsOption(dirs: readonly string[]): Promise<string[]> {
   for (const dir of dirs) {
     const ok = await stat(dir).then((s) => s.isDirectory(), () => false);
@@ -299,19 +315,25 @@ async function dashboardRunsOption(dirs: readonly string[]): Promise<string[]> {
 
 async function admissionConfig(f: ServeFlags): Promise<AdmissionConfig> {
   const base = admissionBase(f);
+  const modelPath = f.runner === 'mock' ? null : (f.model ?? DEFAULT_MODEL_PATH);
+  const modelSha256 = async (): Promise<string> => (modelPath === null ? 'mock' : existsSync(modelPath) ? await fileSha256(modelPath) : 'unknown');
+  let state: AdmissionConfig['state'];
+  if (f.admissionState !== undefined && f.admission !== 'off') {
+    await stateDirectory(f.admissionState);
+    state = { dir: f.admissionState, runner: f.runner, modelSha256: await modelSha256(), machine: machineIdentity() };
+  }
   if (f.admissionArtifact === undefined) {
     if (f.admissionCalibrationTraces !== undefined) throw new StartupError('--admission-calibration-traces: calibrates an --admission-artifact; give one (without it the server learns online)');
-    return base;
+    return { ...base, ...(state === undefined ? {} : { state }) };
   }
   if (!existsSync(f.admissionArtifact)) throw new StartupError(`--admission-artifact: file not found: ${f.admissionArtifact}`);
   if (f.admissionCalibrationTraces !== undefined && !existsSync(f.admissionCalibrationTraces)) throw new StartupError(`--admission-calibration-traces: no such directory: ${f.admissionCalibrationTraces}`);
   // What the artifact must have been fitted on: this runner, this model file, this machine.
-  const modelPath = f.runner === 'mock' ? null : (f.model ?? DEFAULT_MODEL_PATH);
-  const modelSha256 = modelPath === null ? 'mock' : existsSync(modelPath) ? await fileSha256(modelPath) : 'unknown';
   return {
     ...base,
+    ...(state === undefined ? {} : { state }),
     artifactPath: f.admissionArtifact,
-    expect: { runner: f.runner, modelSha256, machine: machineIdentity() },
+    expect: { runner: f.runner, modelSha256: state?.modelSha256 ?? (await modelSha256()), machine: machineIdentity() },
     ...(f.admissionCalibrationTraces === undefined ? {} : { calibrationTraces: f.admissionCalibrationTraces }),
   };
 }

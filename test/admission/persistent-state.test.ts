@@ -1,0 +1,148 @@
+// --admission-state: what the controller learned survives a restart on the same runner, model,
+// machine and configuration (the replayed outcomes rebuild the same calibrated bound); anything
+// else starts cold with one line and the old files moved aside; a write error stops saving and
+// nothing else.
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import type { AdmissionContext, AdmissionController } from '../../src/admission/controller.ts';
+import { createAdmissionController } from '../../src/admission/factory.ts';
+import { FEATURE_NAMES, type FeatureName } from '../../src/admission/features.ts';
+import type { EngineSnapshot } from '../../src/engine/snapshot.ts';
+
+function features(over: Partial<Record<FeatureName, number>>): Float64Array {
+  const base: Partial<Record<FeatureName, number>> = { prompt_tokens: 200, new_prefill_tokens: 200, max_tokens: 100, choices: 1, messages: 1, running: 2, step_ms_avg: 10, prefill_tokens_per_s: 2000, decode_tokens_per_s: 200 };
+  const all = { ...base, ...over };
+  return Float64Array.from(FEATURE_NAMES, (n) => all[n] ?? 0);
+}
+const ctx = (arrivalMs: number): AdmissionContext => ({ requestId: 'r', arrivalMs, sloMs: 4000, numPromptTokens: 200, numCachedTokens: 0, maxTokens: 100, n: 1, numMessages: 1, ttftBudgetMs: null });
+const snap = { maxSequences: 16, numRunning: 2, numWaiting: 0, waitingPromptTokens: 0, runningPromptTokens: 0, remainingDecodeTokens: 50, avgStepMs: 10, prefillTokensPerS: 2000, decodeTokensPerS: 200 } as EngineSnapshot;
+type Calibration = { status: string; n: number; q: number | null };
+const e2e = (c: AdmissionController) => (c.state() as { e2e: { calibration: Calibration } }).e2e.calibration;
+const persistence = (c: AdmissionController) => (c.state() as { persistence: { start: string; coldReason: string | null; numReplayed: number; numSaved: number; writeError: string | null } }).persistence;
+
+/** Decide and observe `n` requests whose latency grows with their prompt (a learnable baseline). */
+function serve(c: AdmissionController, n: number, from = 0): void {
+  for (let i = from; i < from + n; i++) {
+    const prompt = 100 + ((i * 37) % 400);
+    const x = features({ prompt_tokens: prompt, new_prefill_tokens: prompt, running: i % 4 });
+    const d = c.decide(ctx(i * 10), snap, x);
+    if (d.admit) c.observe(x, d, { e2eMs: 300 + prompt * 2 + ((i * 7919) % 97), ttftMs: 50 + prompt / 4, censored: i % 50 === 0 });
+  }
+}
+
+test('a restart with the same state directory starts with the bound it had; another machine starts cold with one line', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'headroom-state-'));
+  const lines: string[] = [];
+  const errors = console.error;
+  console.error = (l: string) => lines.push(l);
+  try {
+    const where = { dir, runner: 'mock', modelSha256: 'mock', machine: 'this machine' };
+    const first = createAdmissionController({ mode: 'conformal', state: where });
+    assert.equal(persistence(first).start, 'cold');
+    serve(first, 400);
+    const learned = e2e(first);
+    assert.equal(learned.status, 'calibrated');
+    assert.equal(lines.length, 0, 'a first start in an empty directory says nothing');
+
+    const again = createAdmissionController({ mode: 'conformal', state: where });
+    assert.equal(persistence(again).start, 'warm');
+    assert.ok(persistence(again).numReplayed >= 300, `${persistence(again).numReplayed} outcomes replayed`);
+    assert.deepEqual(e2e(again), learned, 'the replay rebuilds the same calibration window');
+    assert.match(lines.at(-1)!, /warm start from \d+ saved outcomes/);
+    // Both go on alike: the same requests get the same decisions.
+    serve(first, 50, 400);
+    serve(again, 50, 400);
+    assert.deepEqual(e2e(again), e2e(first));
+
+    const elsewhere = createAdmissionController({ mode: 'conformal', state: { ...where, machine: 'another machine' } });
+    assert.equal(persistence(elsewhere).start, 'cold');
+    assert.equal(e2e(elsewhere).status, 'uncalibrated');
+    assert.match(lines.at(-1)!, /cold start \(saved for another machine \(saved "this machine", now "another machine"\)\); earlier files moved aside/);
+    assert.ok(existsSync(join(dir, 'outcomes.jsonl.stale')));
+    const otherGuarantee = createAdmissionController({ mode: 'conformal', guarantee: 0.99, state: { ...where, machine: 'another machine' } });
+    assert.match(persistence(otherGuarantee).coldReason!, /guarantee \(saved 0\.95, now 0\.99\)/);
+  } finally {
+    console.error = errors;
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a write error stops saving, logs one line, and the controller goes on deciding', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'headroom-state-'));
+  const lines: string[] = [];
+  const errors = console.error;
+  console.error = (l: string) => lines.push(l);
+  try {
+    const c = createAdmissionController({ mode: 'conformal', state: { dir, runner: 'mock', modelSha256: 'mock', machine: 'm' } });
+    serve(c, 10);
+    assert.equal(persistence(c).numSaved, 10);
+    // The file turns into something that cannot be appended to.
+    rmSync(join(dir, 'outcomes.jsonl'));
+    mkdirSync(join(dir, 'outcomes.jsonl'));
+    serve(c, 200, 10);
+    assert.equal(persistence(c).writeError, 'EISDIR');
+    assert.equal(persistence(c).numSaved, 10);
+    assert.equal(lines.filter((l) => /cannot write/.test(l)).length, 1);
+    assert.equal(e2e(c).status, 'calibrated', 'it kept learning');
+    assert.equal(readFileSync(join(dir, 'provenance.json'), 'utf8').includes('"runner": "mock"'), true);
+  } finally {
+    console.error = errors;
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('serve --admission-state: a restarted server starts calibrated from what it learned', async () => {
+  const { spawn } = await import('node:child_process');
+  const { cliEnv } = await import('../cli/run-cli.ts');
+  const dir = mkdtempSync(join(tmpdir(), 'headroom-serve-state-'));
+  const start = async (): Promise<{ url: string; stop: () => Promise<void>; out: () => string }> => {
+    const proc = spawn(process.execPath, ['bin/headroom.mjs', 'serve', '--runner', 'mock', '--host', '127.0.0.1', '--port', '0', '--admission-state', dir], { env: cliEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    proc.stdout.on('data', (b: Buffer) => (out += b.toString()));
+    proc.stderr.on('data', (b: Buffer) => (out += b.toString()));
+    const exited = new Promise<void>((r) => proc.on('exit', () => r()));
+    const url = await new Promise<string>((resolve, reject) => {
+      const check = setInterval(() => {
+        const m = /(http:\/\/127\.0\.0\.1:\d+)/.exec(out);
+        if (m !== null && /ready/.test(out)) {
+          clearInterval(check);
+          resolve(m[1]!);
+        }
+      }, 50);
+      void exited.then(() => {
+        clearInterval(check);
+        reject(new Error(`serve exited: ${out}`));
+      });
+    });
+    return { url, out: () => out, stop: async () => { proc.kill('SIGTERM'); await exited; } };
+  };
+  const calibration = async (url: string) => ((await (await fetch(`${url}/stats`)).json()) as { admission: { e2e: { calibration: Calibration }; persistence: { start: string; numReplayed: number } } }).admission;
+  try {
+    const first = await start();
+    for (let i = 0; i < 130; i++) {
+      const r = await fetch(`${first.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'headroom-mock', prompt: `request ${i} of the first run`, max_tokens: 4 + (i % 8) }) });
+      assert.equal(r.status, 200);
+      await r.text();
+    }
+    const before = await calibration(first.url);
+    assert.equal(before.persistence.start, 'cold');
+    assert.equal(before.e2e.calibration.status, 'calibrated');
+    await first.stop();
+    const second = await start();
+    try {
+      const after = await calibration(second.url);
+      assert.equal(after.persistence.start, 'warm');
+      assert.equal(after.persistence.numReplayed, 130);
+      assert.equal(after.e2e.calibration.status, 'calibrated', 'calibrated before its first request');
+      assert.deepEqual(after.e2e.calibration, before.e2e.calibration);
+      assert.match(second.out(), /admission state: warm start from 130 saved outcomes/);
+    } finally {
+      await second.stop();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
