@@ -111,6 +111,8 @@ export interface ForwardRequest {
   readonly affinityKey: readonly number[];
   /** Try this upstream first (the one admission decided on, `Placement.upstream`); later attempts go where the picker says. */
   readonly first?: number;
+  /** The client asked for a stream: its first event is due soon (a whole answer's headers come only when it is generated). */
+  readonly stream?: boolean;
 }
 
 /** Where a request would go now, and the books of that upstream, which admission control reads. */

@@ -7,8 +7,18 @@
 //            probe takes an ejected (or new) upstream back; its /v1/models is read then.
 //   passive  a request that cannot reach an upstream (connection refused, reset before its first
 //            byte) ejects it at once (`reportFailure`): the next good probe takes it back.
+//   errors   an upstream that answers what no OpenAI server sends (HTML, a malformed or oversized
+//            event) or stalls is counted (`reportUpstreamError`); `ejectAfterFailures` such errors in
+//            a row, or one stall, make it `degraded`: out of rotation, and no probe takes it back
+//            before a hold of HOLD_BASE_MS, doubled each time it is degraded again without a good
+//            answer in between (at most HOLD_MAX_MS). Its probes pass — they were never the
+//            problem — so one good probe must not put it straight back in front of clients.
 //   scrape   GET /metrics every scrapeIntervalMs (scrape.ts); a failed scrape keeps the old value,
 //            which goes stale: the picker treats stale load as saturation.
+//
+// Every body the pool reads is read to a bound (bounded-body.ts): probe pages to
+// MAX_PROBE_BODY_BYTES, /metrics to `maxMetricsBytes`; past it the connection is closed and the
+// probe or scrape fails.
 //
 // Rounds run one after another (a timer set when the last one ended), so a slow upstream never
 // piles probes up; `checkNow` runs one round at once (startup, tests). Listeners hear each change
@@ -17,6 +27,7 @@
 import { Agent, request } from 'undici';
 import type { Clock } from '../engine/clock.ts';
 import { AffinityTrie } from './affinity.ts';
+import { readBounded } from './bounded-body.ts';
 import { parseLoad } from './scrape.ts';
 import { Upstream } from './upstream.ts';
 import type { UpstreamHealth, UpstreamSnapshot } from './upstream.ts';
@@ -40,8 +51,18 @@ export interface PoolOptions {
   readonly slotsPerUpstream?: number;
   /** Credentials and TLS for the upstreams (default: none, the system's CAs). */
   readonly access?: UpstreamAccess;
+  /** Largest /metrics body read; a longer one fails the scrape (default DEFAULT_MAX_METRICS_BYTES). */
+  readonly maxMetricsBytes?: number;
   readonly clock: Clock;
 }
+
+/** vLLM's /metrics with a few models is 100-300 KB; 8 MiB leaves room for many series and stays small. */
+export const DEFAULT_MAX_METRICS_BYTES = 8 << 20;
+/** /health, /v1/models and /props: a model list of thousands of entries fits. */
+const MAX_PROBE_BODY_BYTES = 4 << 20;
+/** How long a degraded upstream is kept out at first, and at most (the hold doubles each time). */
+const HOLD_BASE_MS = 5_000;
+const HOLD_MAX_MS = 60_000;
 
 export type HealthListener = (u: Upstream, from: UpstreamHealth, to: UpstreamHealth) => void;
 
@@ -50,6 +71,7 @@ export class UpstreamPool {
   readonly #opts: PoolOptions;
   readonly #agent: Agent;
   readonly #listeners: HealthListener[] = [];
+  readonly #maxMetricsBytes: number;
   #healthTimer: NodeJS.Timeout | null = null;
   #scrapeTimer: NodeJS.Timeout | null = null;
   #closed = false;
@@ -60,6 +82,9 @@ export class UpstreamPool {
     for (const k of ['healthIntervalMs', 'scrapeIntervalMs', 'probeTimeoutMs', 'ejectAfterFailures'] as const) {
       if (!Number.isInteger(opts[k]) || opts[k] <= 0) throw new Error(`UpstreamPool: expected ${k} to be a positive integer, got ${opts[k]}`);
     }
+    const maxMetrics = opts.maxMetricsBytes ?? DEFAULT_MAX_METRICS_BYTES;
+    if (!Number.isInteger(maxMetrics) || maxMetrics <= 0) throw new Error(`UpstreamPool: expected maxMetricsBytes to be a positive integer, got ${maxMetrics}`);
+    this.#maxMetricsBytes = maxMetrics;
     this.#opts = opts;
     const access = opts.access ?? NO_UPSTREAM_ACCESS;
     this.upstreams = urls.map((url, i) => new Upstream(url, i, new AffinityTrie({ unit: opts.affinityUnit, capacity: opts.affinityCapacity }), accessHeaders(access, url)));
@@ -109,6 +134,29 @@ export class UpstreamPool {
   reportFailure(u: Upstream, reason: string): void {
     u.numFailures++;
     this.#setHealth(u, 'ejected', reason);
+  }
+
+  /**
+   * `u` answered a request with something no OpenAI server sends, or stalled (`stall`): counted;
+   * degraded past `ejectAfterFailures` in a row, or at once for a stall (each one cost a client the
+   * whole timeout).
+   */
+  reportUpstreamError(u: Upstream, reason: string, stall: boolean): void {
+    u.numUpstreamErrors++;
+    u.consecutiveErrors++;
+    if (u.health !== 'healthy') return;
+    if (!stall && u.consecutiveErrors < this.#opts.ejectAfterFailures) return;
+    u.numFailures++;
+    u.numDegradations++;
+    const holdMs = Math.min(HOLD_MAX_MS, HOLD_BASE_MS * 2 ** (u.numDegradations - 1));
+    u.heldUntilMs = this.#opts.clock.nowMs() + holdMs;
+    this.#setHealth(u, 'degraded', `${reason}; held out ${holdMs} ms`);
+  }
+
+  /** `u` answered a request properly: its run of errors is over. */
+  reportGoodAnswer(u: Upstream): void {
+    u.consecutiveErrors = 0;
+    u.numDegradations = 0;
   }
 
   /** A request goes to `u` (paired with `release`). */
@@ -165,6 +213,9 @@ export class UpstreamPool {
   async #probe(u: Upstream): Promise<void> {
     const problem = await this.#healthProblem(u);
     if (this.#closed) return;
+    // Degraded: its probes prove nothing until the hold is over; a failing one does not turn it
+    // into `ejected` either (which one good probe would undo).
+    if (u.health === 'degraded' && (problem !== null || this.#opts.clock.nowMs() < u.heldUntilMs)) return;
     if (problem === null) {
       u.consecutiveFailures = 0;
       if (u.health !== 'healthy') {
@@ -187,10 +238,11 @@ export class UpstreamPool {
   async #healthProblem(u: Upstream): Promise<string | null> {
     try {
       const res = await request(`${u.url}/health`, { dispatcher: this.#agent, headers: u.headers, signal: AbortSignal.timeout(this.#opts.probeTimeoutMs) });
-      const text = await res.body.text();
+      const got = await readBounded(res.body, MAX_PROBE_BODY_BYTES);
+      if (!got.ok) return `/health: ${got.reason}`;
       if (res.statusCode < 200 || res.statusCode >= 300) return `/health answered ${res.statusCode}`;
       // A Headroom upstream says when it is loading or draining (its /health stays 200 for both).
-      const body = parseJson(text) as { loading?: unknown; draining?: unknown } | null;
+      const body = parseJson(got.text) as { loading?: unknown; draining?: unknown } | null;
       if (body?.draining === true) return 'draining';
       if (body?.loading === true) return 'loading';
       return null;
@@ -202,7 +254,12 @@ export class UpstreamPool {
   async #models(u: Upstream): Promise<readonly string[] | null> {
     try {
       const res = await request(`${u.url}/v1/models`, { dispatcher: this.#agent, headers: u.headers, signal: AbortSignal.timeout(this.#opts.probeTimeoutMs) });
-      const body = parseJson(await res.body.text()) as { data?: { id?: unknown; max_model_len?: unknown }[] } | null;
+      const got = await readBounded(res.body, MAX_PROBE_BODY_BYTES);
+      if (!got.ok) {
+        this.#setHealth(u, 'ejected', `/v1/models: ${got.reason}`);
+        return null;
+      }
+      const body = parseJson(got.text) as { data?: { id?: unknown; max_model_len?: unknown }[] } | null;
       if (res.statusCode !== 200 || !Array.isArray(body?.data)) {
         this.#setHealth(u, 'ejected', `/v1/models answered ${res.statusCode} without a model list`);
         return null;
@@ -222,7 +279,8 @@ export class UpstreamPool {
   async #props(u: Upstream): Promise<void> {
     try {
       const res = await request(`${u.url}/props`, { dispatcher: this.#agent, headers: u.headers, signal: AbortSignal.timeout(this.#opts.probeTimeoutMs) });
-      const body = parseJson(await res.body.text()) as { total_slots?: unknown } | null;
+      const got = await readBounded(res.body, MAX_PROBE_BODY_BYTES);
+      const body = got.ok ? (parseJson(got.text) as { total_slots?: unknown } | null) : null;
       const n = body?.total_slots;
       u.slots = res.statusCode === 200 && typeof n === 'number' && Number.isInteger(n) && n > 0 ? n : null;
     } catch {
@@ -233,12 +291,21 @@ export class UpstreamPool {
   async #scrape(u: Upstream): Promise<void> {
     try {
       const res = await request(`${u.url}/metrics`, { dispatcher: this.#agent, headers: u.headers, signal: AbortSignal.timeout(this.#opts.probeTimeoutMs) });
-      const text = await res.body.text();
-      if (res.statusCode !== 200) return;
-      u.load = parseLoad(text);
+      const got = await readBounded(res.body, this.#maxMetricsBytes);
+      // A failed scrape keeps the old value, which goes stale.
+      if (!got.ok) {
+        u.scrapeFailure = `/metrics: ${got.reason}`;
+        return;
+      }
+      if (res.statusCode !== 200) {
+        u.scrapeFailure = `/metrics answered ${res.statusCode}`;
+        return;
+      }
+      u.load = parseLoad(got.text);
       u.loadAtMs = this.#opts.clock.nowMs();
-    } catch {
-      // Keeps the old value, which goes stale.
+      u.scrapeFailure = null;
+    } catch (err) {
+      u.scrapeFailure = `/metrics failed: ${describe(err)}`;
     }
   }
 

@@ -13,11 +13,16 @@
 //   1. refuse at once while draining;
 //   2. pick a healthy upstream serving the request's model (picker.ts), count it in flight there,
 //      remember the prompt in its affinity trie;
-//   3. send it (forward.ts). Connection refused / reset / timeout before the first response byte:
-//      eject the upstream (pool.ts) and try another. 429, 502, 503, 504: try another, and pass the
-//      last such answer through if none is better. Any other status (a 4xx the upstream found in
-//      the request, a 200) goes to the client unchanged;
-//   4. no upstream left: refuse with `no_upstream` (503 + Retry-After).
+//   3. send it (forward.ts). Connection refused / reset before the first response byte: eject the
+//      upstream (pool.ts) and try another. An answer no OpenAI server sends (HTML, a malformed or
+//      oversized event) or a stall: count the upstream's error (degraded past a threshold; a stall
+//      at once) and try another. 429, 502, 503, 504, and 404, 405, 501 (this upstream does not
+//      serve the route or the model: an embeddings request to a generation server): try another,
+//      and pass the last such answer through if none is better. Any other status (a 4xx the
+//      upstream found in the request, a 200) goes to the client unchanged;
+//   4. no upstream left: refuse with `no_upstream` (503 + Retry-After), saying what the last one did.
+// After the first byte, an upstream's bad event or stall is counted the same way, and thrown to the
+// API, which ends the client's stream with an error event.
 // The in-flight count is released exactly once: when the response body ends however it ends, or
 // when the client leaves.
 //
@@ -27,7 +32,8 @@ import { Agent } from 'undici';
 import type { BackendHealth, BackendInfo, ForwardRequest, ForwardResponse, ForwardResult, ForwardingBackend, Placement } from '../backend/backend.ts';
 import { refusal } from '../backend/refusal.ts';
 import type { Clock } from '../engine/clock.ts';
-import { attempt } from './forward.ts';
+import { UpstreamMisbehaved, attempt } from './forward.ts';
+import type { AttemptLimits } from './forward.ts';
 import { GatewayLoad, PromptSizer } from './gateway-load.ts';
 import type { Picker } from './picker.ts';
 import type { UpstreamPool } from './pool.ts';
@@ -39,16 +45,32 @@ export interface ProxyOptions {
   /** Most upstreams one request is tried on. */
   readonly maxAttempts: number;
   readonly connectTimeoutMs: number;
-  /** Longest wait for an upstream's response headers, and longest silence inside its body. */
+  /** Longest wait for the headers of an answer that is not streamed (it is generated whole first). */
   readonly upstreamTimeoutMs: number;
+  /** Longest wait for a stream's headers and first event (default DEFAULT_FIRST_BYTE_TIMEOUT_MS). */
+  readonly firstByteTimeoutMs?: number;
+  /** Longest silence inside an upstream's body once its headers are in (default DEFAULT_IDLE_TIMEOUT_MS). */
+  readonly idleTimeoutMs?: number;
+  /** Largest single event of an upstream's stream (default DEFAULT_MAX_EVENT_BYTES). */
+  readonly maxEventBytes?: number;
   /** Retry-After of a `no_upstream` refusal, seconds. */
   readonly retryAfterS: number;
   /** Credentials and TLS for the upstreams (default: none, the system's CAs). */
   readonly access?: UpstreamAccess;
 }
 
-/** Statuses that say "not now, not here": another upstream may do better. */
-const RETRY_ELSEWHERE = new Set([429, 502, 503, 504]);
+/** Statuses that say "not now, not here" or "not served here": another upstream may do better. */
+const RETRY_ELSEWHERE = new Set([404, 405, 429, 501, 502, 503, 504]);
+
+/**
+ * Far below the 300 s a whole answer may take: a stream's first event comes after the upstream's
+ * queue and the prompt's prefill; 30 s is long for either behind a gateway that does flow control.
+ */
+export const DEFAULT_FIRST_BYTE_TIMEOUT_MS = 30_000;
+/** Between events of a stream a healthy engine is silent for one step (a long prefill beside it: seconds). */
+export const DEFAULT_IDLE_TIMEOUT_MS = 30_000;
+/** One chunk is a few hundred bytes; a tool call's arguments or logprobs a few KB; 1 MiB is far past either. */
+export const DEFAULT_MAX_EVENT_BYTES = 1 << 20;
 
 /** Context length reported when no upstream says (the gateway checks no prompt size itself). */
 const UNKNOWN_CONTEXT = 0;
@@ -62,6 +84,7 @@ export class ProxyBackend implements ForwardingBackend {
   readonly #picker: Picker;
   readonly #opts: ProxyOptions;
   readonly #agent: Agent;
+  readonly #limits: AttemptLimits;
   #draining = false;
   #numInFlight = 0;
   #numFailovers = 0;
@@ -70,6 +93,15 @@ export class ProxyBackend implements ForwardingBackend {
 
   constructor(pool: UpstreamPool, picker: Picker, clock: Clock, opts: ProxyOptions) {
     if (!Number.isInteger(opts.maxAttempts) || opts.maxAttempts < 1) throw new Error(`ProxyBackend: expected maxAttempts to be an integer ≥ 1, got ${opts.maxAttempts}`);
+    this.#limits = {
+      firstByteTimeoutMs: opts.firstByteTimeoutMs ?? DEFAULT_FIRST_BYTE_TIMEOUT_MS,
+      headersTimeoutMs: opts.upstreamTimeoutMs,
+      idleTimeoutMs: opts.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
+      maxEventBytes: opts.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES,
+    };
+    for (const [k, v] of Object.entries(this.#limits)) {
+      if (!Number.isInteger(v) || v < 1) throw new Error(`ProxyBackend: expected ${k === 'headersTimeoutMs' ? 'upstreamTimeoutMs' : k} to be a positive integer, got ${v}`);
+    }
     this.pool = pool;
     this.books = pool.upstreams.map((u) => new GatewayLoad(() => clock.nowMs(), pool.factsOf(u)));
     this.#picker = picker;
@@ -138,6 +170,7 @@ export class ProxyBackend implements ForwardingBackend {
     if (this.#draining) return { ok: false, refusal: refusal('draining') };
     const tried = new Set<Upstream>();
     let fallback: ForwardResponse | null = null;
+    let problem: string | null = null;
     for (let n = 0; n < this.#opts.maxAttempts; n++) {
       const candidates = this.#candidates(req.model, tried);
       const first = n === 0 && req.first !== undefined ? candidates.find((c) => c.index === req.first) : undefined;
@@ -154,7 +187,7 @@ export class ProxyBackend implements ForwardingBackend {
         this.pool.release(u);
         if (--this.#numInFlight === 0) for (const w of this.#idleWaiters.splice(0)) w();
       };
-      const a = await attempt({ url: `${u.url}${req.path}`, body: req.body, headers: { ...req.headers, ...u.headers } }, this.#agent, signal).catch((err: unknown) => {
+      const a = await attempt({ url: `${u.url}${req.path}`, body: req.body, headers: { ...req.headers, ...u.headers }, stream: req.stream ?? false }, this.#limits, this.#agent, signal).catch((err: unknown) => {
         release();
         throw err;
       });
@@ -162,18 +195,29 @@ export class ProxyBackend implements ForwardingBackend {
       if (a.kind === 'aborted') throw new DOMException('The client left before the upstream answered.', 'AbortError');
       if (a.kind === 'unreachable') {
         this.pool.reportFailure(u, a.reason);
+        problem = `${u.url}: ${a.reason}`;
         continue;
       }
+      if (a.kind === 'bad') {
+        this.pool.reportUpstreamError(u, a.reason, a.stall);
+        problem = `${u.url}: ${a.reason}`;
+        continue;
+      }
+      if (a.status < 500) this.pool.reportGoodAnswer(u);
       // A stream is released when its body ends, or when the client leaves (undici then closes
       // the upstream connection), even if the body was never iterated.
       if (a.rest !== null) signal.addEventListener('abort', release, { once: true });
-      const response: ForwardResponse = { status: a.status, contentType: a.contentType, upstream: u.url, body: bodyOf(a.first, a.rest, release) };
+      const misbehaved = (err: UpstreamMisbehaved): void => {
+        if (!signal.aborted) this.pool.reportUpstreamError(u, err.message, err.stall);
+      };
+      const response: ForwardResponse = { status: a.status, contentType: a.contentType, upstream: u.url, body: bodyOf(a.first, a.rest, release, misbehaved) };
       if (!RETRY_ELSEWHERE.has(a.status)) return { ok: true, response };
       fallback = response;
     }
     if (fallback !== null) return { ok: true, response: fallback };
     this.#numNoUpstream++;
-    return { ok: false, refusal: refusal('no_upstream', { retryAfterS: this.#opts.retryAfterS }) };
+    const message = problem === null ? undefined : `No upstream server for this model answered as an OpenAI server does (the last: ${problem.slice(0, 300)}); retry shortly.`;
+    return { ok: false, refusal: refusal('no_upstream', { retryAfterS: this.#opts.retryAfterS, ...(message === undefined ? {} : { message }) }) };
   }
 
   async close(): Promise<void> {
@@ -182,11 +226,14 @@ export class ProxyBackend implements ForwardingBackend {
   }
 }
 
-/** The first bytes, then the rest; `release` runs once when the body is over, however it ends. */
-async function* bodyOf(first: Buffer, rest: AsyncIterable<Uint8Array> | null, release: () => void): AsyncGenerator<Uint8Array> {
+/** The first bytes, then the rest; `release` runs once when the body is over, however it ends; a bad event or a stall is reported. */
+async function* bodyOf(first: Buffer, rest: AsyncIterable<Uint8Array> | null, release: () => void, misbehaved: (err: UpstreamMisbehaved) => void): AsyncGenerator<Uint8Array> {
   try {
     if (first.length > 0) yield first;
     if (rest !== null) yield* rest;
+  } catch (err) {
+    if (err instanceof UpstreamMisbehaved) misbehaved(err);
+    throw err;
   } finally {
     release();
   }

@@ -4,7 +4,13 @@
 // the client has is whole events, and an error event can follow cleanly.
 //
 // O(chunk) per push: only the bytes after the last boundary are kept, and only the new chunk (plus
-// three bytes before it, for a boundary split across chunks) is searched.
+// three bytes before it, for a boundary split across chunks) is searched. What is kept is bounded
+// by the caller (`pendingBytes` against its largest event): an upstream sending one endless event
+// must not grow the gateway's memory with it.
+//
+// `checkEvents` is what the gateway accepts from an upstream: every event's data a JSON value or
+// `[DONE]`, no event over the bound. Lines other than `data:` (event names, ids, `:` comments) are
+// left alone, as the SSE spec says of fields it does not know.
 
 const LF = 0x0a;
 const CR = 0x0d;
@@ -29,6 +35,10 @@ export class SseEventSplitter {
   rest(): Buffer {
     return this.#pending;
   }
+
+  get pendingBytes(): number {
+    return this.#pending.length;
+  }
 }
 
 /** Offset just past the last `\n\n` or `\r\n\r\n` that ends at or after `from`, or 0. */
@@ -52,4 +62,44 @@ export function dataPayloads(events: Buffer): string[] {
     if (lines.length > 0) out.push(lines.join('\n'));
   }
   return out;
+}
+
+/** Whole events, checked in order: the leading ones that are fine (`ok`, a view of `events`) and why the next one is not (null: all are). */
+export function checkEvents(events: Buffer, maxEventBytes: number): { readonly ok: Buffer; readonly problem: string | null } {
+  let start = 0;
+  while (start < events.length) {
+    const end = nextBoundaryEnd(events, start);
+    const problem = eventProblem(events.subarray(start, end), maxEventBytes);
+    if (problem !== null) return { ok: events.subarray(0, start), problem };
+    start = end;
+  }
+  return { ok: events, problem: null };
+}
+
+/** Offset just past the first `\n\n` or `\r\n\r\n` at or after `from` (the end of `b` if none). */
+function nextBoundaryEnd(b: Buffer, from: number): number {
+  for (let i = from + 1; i < b.length; i++) {
+    if (b[i] !== LF) continue;
+    if (b[i - 1] === LF) return i + 1;
+    if (b[i - 1] === CR && i >= from + 3 && b[i - 2] === LF && b[i - 3] === CR) return i + 1;
+  }
+  return b.length;
+}
+
+/** Why one whole event is not what an OpenAI server streams (null: it is). */
+function eventProblem(event: Buffer, maxEventBytes: number): string | null {
+  if (event.length > maxEventBytes) return `an event of over ${maxEventBytes} bytes`;
+  const lines: string[] = [];
+  for (const line of event.toString('utf8').split(/\r?\n/)) {
+    if (line.startsWith('data:')) lines.push(line.slice(line.startsWith('data: ') ? 6 : 5));
+  }
+  if (lines.length === 0) return null;
+  const data = lines.join('\n');
+  if (data.trim() === '[DONE]') return null;
+  try {
+    JSON.parse(data);
+    return null;
+  } catch {
+    return `an event whose data is not JSON: ${JSON.stringify(data.slice(0, 80))}`;
+  }
 }

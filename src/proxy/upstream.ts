@@ -10,7 +10,12 @@ export type UpstreamHealth =
   | 'unknown'
   | 'healthy'
   /** Failed its probes (or a request could not reach it): never picked until a probe succeeds. */
-  | 'ejected';
+  | 'ejected'
+  /**
+   * Answered its probes but misbehaved on requests (answers no OpenAI server sends, a stall): never
+   * picked until its hold is over (`heldUntilMs`) and a probe succeeds after it.
+   */
+  | 'degraded';
 
 export interface UpstreamSnapshot {
   readonly url: string;
@@ -25,6 +30,10 @@ export interface UpstreamSnapshot {
   readonly loadAgeMs: number | null;
   readonly numForwarded: number;
   readonly numFailures: number;
+  /** Requests it answered with something no OpenAI server sends (wrong content type, a malformed or oversized event) or stalled on. */
+  readonly numUpstreamErrors: number;
+  /** Why its last scrape of /metrics failed (null: the last one succeeded, or none ran). */
+  readonly scrapeFailure: string | null;
   readonly affinityTokens: number;
 }
 
@@ -50,6 +59,14 @@ export class Upstream {
   numInFlight = 0;
   numForwarded = 0;
   numFailures = 0;
+  numUpstreamErrors = 0;
+  /** Upstream errors since its last good answer: past the pool's threshold it is degraded. */
+  consecutiveErrors = 0;
+  /** Times it was degraded in a row (each doubles the hold); reset by a good answer. */
+  numDegradations = 0;
+  /** Clock ms before which no probe takes a degraded upstream back. */
+  heldUntilMs = 0;
+  scrapeFailure: string | null = null;
 
   constructor(url: string, index: number, affinity: AffinityTrie, headers: Readonly<Record<string, string>> = {}) {
     this.url = url;
@@ -70,6 +87,8 @@ export class Upstream {
       loadAgeMs: this.loadAtMs === null ? null : Math.round(nowMs - this.loadAtMs),
       numForwarded: this.numForwarded,
       numFailures: this.numFailures,
+      numUpstreamErrors: this.numUpstreamErrors,
+      scrapeFailure: this.scrapeFailure,
       affinityTokens: this.affinity.numTokens,
     };
   }

@@ -21,9 +21,12 @@ export interface TestGatewayOptions {
   readonly clock?: GatewayOptions['clock'];
   readonly picker?: Partial<PickerOptions>;
   readonly maxAttempts?: number;
+  /** Forwarding options besides maxAttempts (the upstream timeouts and bounds). */
+  readonly proxy?: Partial<GatewayOptions['proxy']>;
   readonly flow?: FlowControl;
   readonly admission?: GatewayOptions['admission'];
   readonly traceOut?: string;
+  readonly keys?: GatewayOptions['keys'];
 }
 
 export const TEST_PICKER: PickerOptions = { prefixWeight: 2, queueWeight: 1, kvWeight: 1, saturationQueue: 4, saturationKv: 0.9, maxInFlight: Infinity, staleMs: 60_000 };
@@ -35,12 +38,13 @@ export async function startTestGateway(upstreams: readonly string[], opts: TestG
     // Long intervals: tests drive probes and scrapes with checkNow()/scrapeNow(), not the timers.
     pool: { healthIntervalMs: 60_000, scrapeIntervalMs: 60_000, probeTimeoutMs: 2000, ejectAfterFailures: 1, scrapeMetrics: true, affinityUnit: 16, affinityCapacity: 1 << 20, ...opts.pool },
     picker: { ...TEST_PICKER, ...opts.picker },
-    proxy: { maxAttempts: opts.maxAttempts ?? 3, connectTimeoutMs: 2000, upstreamTimeoutMs: 30_000 },
+    proxy: { maxAttempts: opts.maxAttempts ?? 3, connectTimeoutMs: 2000, upstreamTimeoutMs: 30_000, ...opts.proxy },
     ...(opts.flow === undefined ? {} : { flow: opts.flow }),
     ...(opts.admission === undefined ? {} : { admission: opts.admission }),
     ...(opts.traceOut === undefined ? {} : { traceOut: opts.traceOut }),
     ...(opts.access === undefined ? {} : { access: opts.access }),
     ...(opts.clock === undefined ? {} : { clock: opts.clock }),
+    ...(opts.keys === undefined ? {} : { keys: opts.keys }),
   };
   const gateway = new Gateway(options);
   const url = await gateway.start();
