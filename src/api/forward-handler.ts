@@ -21,6 +21,12 @@
 // or ends without [DONE], the client gets an SSE error event and [DONE] (Responses streams: an
 // `error` event), never a half-open stream. The gateway's own TTFT, ITL and E2E go to the same
 // metrics as engine mode's (stream-meter.ts); traces get the same request record.
+//
+// Embeddings (`passThrough`) take a shorter path: the model checked, flow control (its request
+// cap; with a token cap, the body's bytes at 4 a token), then forwarded and answered whole, with the
+// same auth, request id, failover and error handling. No admission: its predictor and books know
+// generation (prefill, then decode steps), not an embeddings batch; nor TTFT or E2E metrics, which
+// would mix the two.
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AdmissionContext, AdmissionController, AdmissionDecision } from '../admission/controller.ts';
@@ -169,7 +175,7 @@ export class ForwardHandler {
       if (untrack !== undefined) reply.raw.on('close', untrack);
       let response: ForwardResponse;
       try {
-        const result = await backend.forward({ id: req.id, model: env.model, path: req.url.split('?')[0]!, body: req.rawBody ?? Buffer.from(JSON.stringify(req.body)), headers: upstreamHeaders(req), affinityKey: env.affinityKey, ...(first === undefined ? {} : { first }) }, controller.signal);
+        const result = await backend.forward({ id: req.id, model: env.model, path: req.url.split('?')[0]!, body: req.rawBody ?? Buffer.from(JSON.stringify(req.body)), headers: upstreamHeaders(req), affinityKey: env.affinityKey, stream: env.stream, ...(first === undefined ? {} : { first }) }, controller.signal);
         if (!result.ok) refuse(result.refusal);
         response = result.response;
       } catch (err) {
@@ -197,6 +203,48 @@ export class ForwardHandler {
       this.#d.obs?.finished(record(outcome, meter), outcome, traceparentOf(req), req.id);
     } finally {
       if (entry !== null) load?.end(entry);
+      ticket?.release();
+    }
+  }
+
+  /** A route forwarded as it is (embeddings): see the header. */
+  async passThrough(req: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const { backend, config, flow } = this.#d;
+    const facts = req.facts;
+    // The same envelope as a Responses request: a served `model`, an `input`.
+    const env = checkEnvelope('responses', req.body, backend.models());
+    facts.model = env.model;
+    const controller = new AbortController();
+    reply.raw.on('close', () => {
+      if (!reply.raw.writableFinished) controller.abort();
+    });
+    const body = req.rawBody ?? Buffer.from(JSON.stringify(req.body));
+    const inputTokens = flow.needsTokens ? Math.max(1, Math.ceil(body.length / DEFAULT_BYTES_PER_TOKEN)) : 0;
+    const refuse: (r: Refusal) => never = (r) => {
+      facts.refusal = r.reason;
+      this.#d.obs?.metrics?.refused(r.reason);
+      throw new ApiError(REFUSALS[r.reason].code, r.message, { retryAfterS: r.retryAfterS ?? config.retryAfterS });
+    };
+    let ticket: FlowTicket | null = null;
+    try {
+      const got = await flow.acquire({ caller: facts.caller, band: flow.band(req.headers[PRIORITY_HEADER]), inputTokens, totalTokens: inputTokens }, controller.signal);
+      if (!got.ok) refuse(got.refusal);
+      else ticket = got.ticket;
+      let response: ForwardResponse;
+      try {
+        const result = await backend.forward({ id: req.id, model: env.model, path: req.url.split('?')[0]!, body, headers: upstreamHeaders(req), affinityKey: [], stream: false }, controller.signal);
+        if (!result.ok) refuse(result.refusal);
+        response = result.response;
+      } catch (err) {
+        if (!controller.signal.aborted) throw err;
+        reply.hijack();
+        reply.raw.destroy();
+        return;
+      }
+      const parts: Uint8Array[] = [];
+      for await (const chunk of response.body) parts.push(chunk);
+      await reply.code(response.status).header('content-type', response.contentType).send(Buffer.concat(parts));
+    } finally {
       ticket?.release();
     }
   }

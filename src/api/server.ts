@@ -3,7 +3,7 @@
 //
 //   POST /v1/chat/completions, POST /v1/completions, POST /v1/responses   generation (SSE or JSON)
 //   GET  /v1/models                                   the served model
-//   POST /v1/embeddings                               not served: 404 model_not_found (unsupported.ts)
+//   POST /v1/embeddings                               engine mode: not served, 404 model_not_found (unsupported.ts); gateway: forwarded
 //   POST /tokenize, POST /detokenize, GET /version    vLLM's utility endpoints (tokenize.ts)
 //   GET  /health    liveness: 200 while the process can serve (loading and draining included), 503 once its engine failed
 //   GET  /ready     readiness: 503 until the model is loaded and warm, from the moment a drain starts, and after a failure
@@ -34,7 +34,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { AdmissionController } from '../admission/controller.ts';
 import { admitAll } from '../admission/controller.ts';
 import type { TraceWriter } from '../admission/trace-writer.ts';
-import type { AnyBackend, Backend } from '../backend/backend.ts';
+import type { AnyBackend, Backend, ForwardingBackend } from '../backend/backend.ts';
 import { isForwarding } from '../backend/backend.ts';
 import type { FlowControl } from '../flow/flow-control.ts';
 import { noFlowControl } from '../flow/flow-control.ts';
@@ -289,11 +289,12 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   let forwarding: ForwardHandler | null = null;
   const serve = (endpoint: 'chat' | 'completion' | 'responses', surface: Surface, req: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const backend = loaded();
-    if (isForwarding(backend)) {
-      forwarding ??= new ForwardHandler({ backend, config, flow: deps.flow ?? noFlowControl, obs: obs(), active: deps.active, admission: deps.admission ?? admitAll, trace: deps.trace ?? null });
-      return forwarding.handle(endpoint, req, reply);
-    }
+    if (isForwarding(backend)) return forwarder(backend).handle(endpoint, req, reply);
     return handler(backend).handle(surface, req, reply);
+  };
+  const forwarder = (backend: ForwardingBackend): ForwardHandler => {
+    forwarding ??= new ForwardHandler({ backend, config, flow: deps.flow ?? noFlowControl, obs: obs(), active: deps.active, admission: deps.admission ?? admitAll, trace: deps.trace ?? null });
+    return forwarding;
   };
   const handler = (backend: Backend): CompletionsHandler => {
     completions ??= new CompletionsHandler({
@@ -312,8 +313,10 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   route('POST', '/v1/chat/completions', (req, reply) => serve('chat', chatSurface, req, reply));
   route('POST', '/v1/completions', (req, reply) => serve('completion', completionSurface, req, reply));
   route('POST', '/v1/responses', (req, reply) => serve('responses', responsesSurface, req, reply));
-  route('POST', '/v1/embeddings', () => {
-    throw embeddingsNotServed();
+  route('POST', '/v1/embeddings', (req, reply) => {
+    const backend = loaded();
+    if (!isForwarding(backend)) throw embeddingsNotServed();
+    return forwarder(backend).passThrough(req, reply);
   });
   route('POST', '/tokenize', (req) => tokenize(generating('/tokenize'), servedModels(config, loaded()), req.body));
   route('POST', '/detokenize', (req) => detokenize(generating('/detokenize'), servedModels(config, loaded()), req.body));
