@@ -56,6 +56,7 @@ interface RunFlags {
   maxSlipP99Ms: number;
   out?: string;
   slo: number;
+  report?: string | true;
   json: boolean;
   progress: boolean;
   apiKey?: string;
@@ -92,6 +93,7 @@ export function registerBenchCommands(program: Command): void {
     .option('--max-slip-p99-ms <ms>', 'mark the run invalid above this scheduling slip p99', num, 5)
     .option('--out <dir>', 'result folder (default results/runs/<time>-<workload>-<loop>)')
     .option('--slo <ms>', 'E2E SLO for the summary printed after the run', num, 4000)
+    .option('--report [file]', 'also write one HTML page with figures at --slo (default <out>/report.html)')
     .option('--json', 'print the summary as JSON', false)
     .option('--no-progress', 'no progress bar')
     .option('--api-key <key>', 'send Authorization: Bearer <key> with every request')
@@ -158,6 +160,11 @@ export function registerBenchCommands(program: Command): void {
         bar?.stop();
       }
       await printReport(dir, f.slo, null, f.json);
+      if (f.report !== undefined) {
+        const { writeRunReport } = await import('../../harness/run-report/write.ts');
+        const file = await writeRunReport(dir, f.slo, f.report === true ? undefined : f.report);
+        process.stderr.write(`report in ${file}\n`);
+      }
       process.stderr.write(`results in ${result.dir}\n`);
     });
 
@@ -234,27 +241,13 @@ export function registerBenchCommands(program: Command): void {
 }
 
 async function printReport(dir: string, sloMs: number, grid: number[] | null, json: boolean): Promise<void> {
-  const { readMeta, readRecords } = await import('../../harness/store.ts');
-  const { byClass, sloSensitivity, summarize } = await import('../../harness/report.ts');
+  const { loadRun } = await import('../../harness/run-report/load.ts');
   const { renderReport, toJson } = await import('../../harness/format.ts');
-  const meta = await readMeta(dir);
-  const records = await readRecords(dir);
-  const windowS = Number(meta['window_s']);
-  const timeoutMs = Number(meta['timeout_ms']);
-  const opts = { sloMs, windowS, timeoutMs };
-  const s = summarize(records, opts);
-  const classes = byClass(records, opts);
-  const slos = grid ?? [0.5, 0.75, 1, 1.5, 2].map((k) => Math.round(k * sloMs));
-  const sens = sloSensitivity(records, slos, windowS);
-  const gv = meta['generator_validation'] as { valid?: boolean; invalid_reason?: string | null; slip_p99_ms?: number; ks_intended?: { pValue?: number } | null } | undefined;
-  const loopNote = typeof meta['loop_note'] === 'string' ? meta['loop_note'] : 'loop unknown';
+  const run = await loadRun(dir, sloMs, grid);
   if (json) {
-    process.stdout.write(toJson({ dir, loop_note: loopNote, generator_validation: gv, ...s, loop: meta['loop'], per_class: classes, slo_sensitivity: sens }) + '\n');
+    const { generatorValidation: gv, loopNote, summary, classes, sensitivity } = run;
+    process.stdout.write(toJson({ dir, loop_note: loopNote, generator_validation: gv, ...summary, loop: run.meta['loop'], per_class: classes, slo_sensitivity: sensitivity }) + '\n');
     return;
   }
-  const validity =
-    gv?.valid === false
-      ? `INVALID RUN: ${gv.invalid_reason ?? ''}`
-      : `generator valid: slip p99 ${gv?.slip_p99_ms?.toFixed(3) ?? '-'} ms; KS p (intended gaps vs Exp(λ)) ${gv?.ks_intended?.pValue?.toFixed(3) ?? 'n/a'}`;
-  process.stdout.write(renderReport(dir, loopNote, s, classes, sens, validity) + '\n');
+  process.stdout.write(renderReport(dir, run.loopNote, run.summary, run.classes, run.sensitivity, run.validity) + '\n');
 }

@@ -19,6 +19,9 @@ export interface Figure {
   readonly png: Buffer;
 }
 
+/** Vega-Lite's config for every figure: one font (the PNG's rasteriser has it), long legend labels. */
+export const FIGURE_CONFIG = { font: 'DejaVu Sans', legend: { labelLimit: 320 } };
+
 interface Point {
   rung: string;
   rate: number;
@@ -44,13 +47,19 @@ function bandSpec(title: string, yTitle: string, values: Point[], opts: { logY?:
     { mark: { type: 'line', point: true }, encoding: { x: { field: 'rate', type: 'quantitative', title: 'offered load (req/s)' }, y, color } },
   ];
   if (opts.rule !== undefined) layers.push({ data: { values: [{ v: opts.rule }] }, mark: { type: 'rule', strokeDash: [4, 4], color: '#666' }, encoding: { y: { field: 'v', type: 'quantitative' } } });
-  return { $schema: 'https://vega.github.io/schema/vega-lite/v6.json', title, width: 520, height: 300, data: { values }, layer: layers, config: { font: 'DejaVu Sans', legend: { labelLimit: 320 } } } as unknown as TopLevelSpec;
+  return { $schema: 'https://vega.github.io/schema/vega-lite/v6.json', title, width: 520, height: 300, data: { values }, layer: layers, config: FIGURE_CONFIG } as unknown as TopLevelSpec;
 }
 
-async function render(id: string, title: string, spec: TopLevelSpec): Promise<Figure> {
+/** A Vega-Lite spec as SVG, headless; a function of the spec (the run report uses it too). */
+export async function specSvg(spec: TopLevelSpec): Promise<string> {
   const view = new vega.View(vega.parse(compile(spec).spec), { renderer: 'none' });
   const svg = await view.toSVG();
   view.finalize();
+  return svg;
+}
+
+async function render(id: string, title: string, spec: TopLevelSpec): Promise<Figure> {
+  const svg = await specSvg(spec);
   const png = new Resvg(svg, { fitTo: { mode: 'zoom', value: 2 }, font: { loadSystemFonts: true, defaultFontFamily: 'DejaVu Sans' } }).render().asPng();
   return { id, title, svg, png };
 }
@@ -66,7 +75,7 @@ export async function studyFigures(s: Study): Promise<Figure[]> {
     title: 'Probe latency before each run, in sweep order', width: 520, height: 220, data: { values: probe },
     mark: { type: 'point', filled: true },
     encoding: { x: { field: 'index', type: 'quantitative', title: 'run (sweep order)' }, y: { field: 'probe_ms', type: 'quantitative', title: 'probe (ms)', scale: { zero: false } }, color: { field: 'rung', type: 'nominal', sort: null } },
-    config: { font: 'DejaVu Sans', legend: { labelLimit: 320 } },
+    config: FIGURE_CONFIG,
   } as unknown as TopLevelSpec;
   return [
     await render('goodput', 'Goodput vs offered load', bandSpec(`Goodput at a ${slo} s SLO (mean, min–max over seeds)`, 'goodput (req/s)', points(s, (r) => r.summary.request_goodput))),
