@@ -110,7 +110,7 @@ export class Gateway {
     });
     pool.onHealthChange((u, from, to) => {
       const line = `upstream ${u.url}: ${from} → ${to}${u.failure === null ? '' : ` (${u.failure})`}`;
-      if (to === 'ejected') this.app.log.warn(line);
+      if (to === 'ejected' || to === 'degraded') this.app.log.warn(line);
       else this.app.log.info(line);
       if (to === 'healthy') this.#warm();
     });

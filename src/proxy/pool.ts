@@ -29,6 +29,7 @@ import type { Clock } from '../engine/clock.ts';
 import { AffinityTrie } from './affinity.ts';
 import { readBounded } from './bounded-body.ts';
 import { parseLoad } from './scrape.ts';
+import { DEFAULT_MAX_METRICS_BYTES } from './upstream-limits.ts';
 import { Upstream } from './upstream.ts';
 import type { UpstreamHealth, UpstreamSnapshot } from './upstream.ts';
 import type { UpstreamFacts } from './gateway-load.ts';
@@ -56,8 +57,6 @@ export interface PoolOptions {
   readonly clock: Clock;
 }
 
-/** vLLM's /metrics with a few models is 100-300 KB; 8 MiB leaves room for many series and stays small. */
-export const DEFAULT_MAX_METRICS_BYTES = 8 << 20;
 /** /health, /v1/models and /props: a model list of thousands of entries fits. */
 const MAX_PROBE_BODY_BYTES = 4 << 20;
 /** How long a degraded upstream is kept out at first, and at most (the hold doubles each time). */

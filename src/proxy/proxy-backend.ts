@@ -34,6 +34,7 @@ import { refusal } from '../backend/refusal.ts';
 import type { Clock } from '../engine/clock.ts';
 import { UpstreamMisbehaved, attempt } from './forward.ts';
 import type { AttemptLimits } from './forward.ts';
+import { DEFAULT_FIRST_BYTE_TIMEOUT_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_EVENT_BYTES } from './upstream-limits.ts';
 import { GatewayLoad, PromptSizer } from './gateway-load.ts';
 import type { Picker } from './picker.ts';
 import type { UpstreamPool } from './pool.ts';
@@ -62,15 +63,6 @@ export interface ProxyOptions {
 /** Statuses that say "not now, not here" or "not served here": another upstream may do better. */
 const RETRY_ELSEWHERE = new Set([404, 405, 429, 501, 502, 503, 504]);
 
-/**
- * Far below the 300 s a whole answer may take: a stream's first event comes after the upstream's
- * queue and the prompt's prefill; 30 s is long for either behind a gateway that does flow control.
- */
-export const DEFAULT_FIRST_BYTE_TIMEOUT_MS = 30_000;
-/** Between events of a stream a healthy engine is silent for one step (a long prefill beside it: seconds). */
-export const DEFAULT_IDLE_TIMEOUT_MS = 30_000;
-/** One chunk is a few hundred bytes; a tool call's arguments or logprobs a few KB; 1 MiB is far past either. */
-export const DEFAULT_MAX_EVENT_BYTES = 1 << 20;
 
 /** Context length reported when no upstream says (the gateway checks no prompt size itself). */
 const UNKNOWN_CONTEXT = 0;

@@ -59,4 +59,10 @@ test('gateway: no --upstream, or a bad one, is one line on stderr and exit 1', a
   const env = await runCli(['gateway', '--port', '0'], { HEADROOM_GATEWAY_SATURATION_KV: '2', HEADROOM_GATEWAY_UPSTREAM: 'http://127.0.0.1:1' });
   assert.equal(env.code, 1);
   assert.match(env.stderr, /^headroom: error: --saturation-kv: expected a number in \(0, 1\], got '2' \(from HEADROOM_GATEWAY_SATURATION_KV\)\n$/);
+  // The untrusted-upstream bounds: checked before listening, one line naming the flag.
+  for (const flag of ['--upstream-first-byte-timeout-ms', '--upstream-idle-timeout-ms', '--upstream-max-event-bytes', '--metrics-max-bytes']) {
+    const r = await runCli(['gateway', '--upstream', 'http://127.0.0.1:1', '--port', '0', flag, '0']);
+    assert.equal(r.code, 1, flag);
+    assert.equal(r.stderr, `headroom: error: ${flag}: expected an integer ≥ 1, got '0'\n`);
+  }
 });

@@ -20,6 +20,7 @@ import type { AdmissionFlags } from './admission-options.ts';
 import type { EffectiveConfig } from '../config.ts';
 import type { AdmissionConfig } from '../../admission/factory.ts';
 import { GATEWAY_MODEL_SHA } from '../../admission/provenance.ts';
+import { DEFAULT_FIRST_BYTE_TIMEOUT_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_METRICS_BYTES } from '../../proxy/upstream-limits.ts';
 
 interface GatewayFlags extends ServerFlags, FlowFlags, AdmissionFlags {
   upstream: string[];
@@ -33,6 +34,10 @@ interface GatewayFlags extends ServerFlags, FlowFlags, AdmissionFlags {
   maxAttempts: string;
   connectTimeoutMs: string;
   upstreamTimeoutMs: string;
+  upstreamFirstByteTimeoutMs: string;
+  upstreamIdleTimeoutMs: string;
+  upstreamMaxEventBytes: string;
+  metricsMaxBytes: string;
   prefixWeight: string;
   queueWeight: string;
   kvWeight: string;
@@ -62,13 +67,17 @@ export function registerGatewayCommand(program: Command): void {
     .option('--upstream <url>', 'an upstream server (http://host:port, with or without /v1); repeatable, at least one', (v: string, prev: string[]) => [...prev, v], [] as string[])
     .option('--health-interval-ms <ms>', 'probe every upstream (GET /health) this often', '1000')
     .option('--probe-timeout-ms <ms>', 'a probe or metrics scrape taking longer fails', '2000')
-    .option('--eject-after <n>', 'failed probes in a row that eject an upstream (a request that cannot reach it ejects it at once)', '2')
+    .option('--eject-after <n>', 'failed probes in a row that eject an upstream (a request that cannot reach it ejects it at once), and upstream errors in a row (bad answers) that degrade it', '2')
     .addOption(new Option('--scrape-metrics <on|off>', "read each upstream's /metrics (queue depth, KV use: vLLM, SGLang, llama-server and Headroom names); off: the picker sees only the gateway's own in-flight counts").choices(['on', 'off']).default('on'))
     .option('--scrape-interval-ms <ms>', "read each upstream's /metrics this often", '500')
     .option('--metrics-stale-ms <ms>', 'scraped load older than this counts as saturation', '5000')
     .option('--max-attempts <n>', 'most upstreams one request is tried on before its first byte', '3')
     .option('--connect-timeout-ms <ms>', 'connecting to an upstream taking longer fails over', '2000')
-    .option('--upstream-timeout-ms <ms>', "longest wait for an upstream's response headers, and longest silence inside its body", '300000')
+    .option('--upstream-timeout-ms <ms>', "longest wait for the headers of an upstream's answer that is not streamed (it is generated whole first)", '300000')
+    .option('--upstream-first-byte-timeout-ms <ms>', "longest wait for a stream's headers and first event; past it the upstream is degraded and the request fails over", String(DEFAULT_FIRST_BYTE_TIMEOUT_MS))
+    .option('--upstream-idle-timeout-ms <ms>', "longest silence inside an upstream's body once its headers are in; past it the upstream is degraded (failover before the first byte, an error event after)", String(DEFAULT_IDLE_TIMEOUT_MS))
+    .option('--upstream-max-event-bytes <n>', "largest single event of an upstream's stream; a longer one is an upstream error", String(DEFAULT_MAX_EVENT_BYTES))
+    .option('--metrics-max-bytes <n>', "largest /metrics body read from an upstream; a longer one fails the scrape", String(DEFAULT_MAX_METRICS_BYTES))
     .option('--prefix-weight <w>', 'picker: weight of prefix affinity (share of the prompt the upstream probably has cached)', '2')
     .option('--queue-weight <w>', 'picker: weight of a short queue (scraped queue plus the gateway\'s in-flight requests)', '1')
     .option('--kv-weight <w>', 'picker: weight of free KV cache', '1')
@@ -137,6 +146,7 @@ async function build(f: GatewayFlags, config: EffectiveConfig): Promise<Gateway>
       probeTimeoutMs: positiveInt('probe-timeout-ms', f.probeTimeoutMs),
       ejectAfterFailures: positiveInt('eject-after', f.ejectAfter),
       scrapeMetrics: f.scrapeMetrics === 'on',
+      maxMetricsBytes: positiveInt('metrics-max-bytes', f.metricsMaxBytes),
       affinityUnit: unit,
       affinityCapacity: capacity,
       slotsPerUpstream: slots,
@@ -154,6 +164,9 @@ async function build(f: GatewayFlags, config: EffectiveConfig): Promise<Gateway>
       maxAttempts: positiveInt('max-attempts', f.maxAttempts),
       connectTimeoutMs: positiveInt('connect-timeout-ms', f.connectTimeoutMs),
       upstreamTimeoutMs: positiveInt('upstream-timeout-ms', f.upstreamTimeoutMs),
+      firstByteTimeoutMs: positiveInt('upstream-first-byte-timeout-ms', f.upstreamFirstByteTimeoutMs),
+      idleTimeoutMs: positiveInt('upstream-idle-timeout-ms', f.upstreamIdleTimeoutMs),
+      maxEventBytes: positiveInt('upstream-max-event-bytes', f.upstreamMaxEventBytes),
     },
     obs: { metrics: f.metrics, ...(f.otelEndpoint === undefined ? {} : { otelEndpoint: f.otelEndpoint }) },
     keys: keysOf(f),
