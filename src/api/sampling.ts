@@ -15,7 +15,7 @@ import { jsonObjectGbnf, jsonSchemaToGbnf, UnsupportedSchemaError } from '../eng
 /**
  * Longest grammar a schema may become: the grammar is parsed on the event loop and walked per
  * token, so a schema of a megabyte must not become one. Real schemas are far below (zod's int()
- * bounds, shared across fields, are 1.6 KiB once).
+ * bounds, shared across fields, are 1.6 KiB once). The converter stops as soon as it passes this.
  */
 const MAX_GRAMMAR_CHARS = 64 * 1024;
 
@@ -64,6 +64,8 @@ function logitBias(map: Readonly<Record<string, number>>, vocabSize: number): Lo
 /** The GBNF for a response_format, checked by the model's grammar sampler; null for none or text. */
 function grammarOf(format: ChatCompletionBody['response_format'], tokenizer: Tokenizer, ignoreEos: boolean): string | null {
   if (format == null || format.type === 'text') return null;
+  // The schema first: a schema the converter refuses is the same 400 on every runner.
+  const gbnf = format.type === 'json_object' ? jsonObjectGbnf() : schemaGrammarOr400(format.json_schema.schema ?? true, 'response_format.json_schema.schema');
   const check = tokenizer.checkGrammar;
   if (check === undefined) {
     throw new ApiError('unsupported_value', `response_format ${format.type} is not supported by the mock runner (it has no grammar sampler); serve a model with --runner llama.`, { param: 'response_format' });
@@ -71,13 +73,13 @@ function grammarOf(format: ChatCompletionBody['response_format'], tokenizer: Tok
   if (ignoreEos) {
     throw new ApiError('invalid_value', 'response_format cannot be combined with ignore_eos: the grammar ends generation with the end-of-sequence token.', { param: 'ignore_eos' });
   }
-  const gbnf = format.type === 'json_object' ? jsonObjectGbnf() : schemaGrammarOr400(format.json_schema.schema ?? true, 'response_format.json_schema.schema');
   if (gbnf.length > MAX_GRAMMAR_CHARS) {
     throw new ApiError('invalid_value', `The schema's grammar has ${gbnf.length} characters, more than the ${MAX_GRAMMAR_CHARS} this server accepts; simplify the schema.`, { param: 'response_format.json_schema.schema' });
   }
   if (!check(gbnf)) {
-    // The converter's grammars always parse; llama.cpp also refuses left recursion (a schema whose $ref reaches itself without consuming text).
-    throw new ApiError('invalid_value', "The schema's grammar was refused by the model's grammar sampler (a $ref that reaches itself without any text in between?).", { param: 'response_format.json_schema.schema' });
+    // The converter's grammars parse and keep inside llama.cpp's repetition limit; what is left is
+    // left recursion (a schema whose $ref reaches itself without consuming text).
+    throw new ApiError('invalid_value', "The schema's grammar was refused by the model's grammar sampler (llama.cpp): most likely a $ref that reaches itself without any text in between.", { param: 'response_format.json_schema.schema' });
   }
   return gbnf;
 }
@@ -85,9 +87,11 @@ function grammarOf(format: ChatCompletionBody['response_format'], tokenizer: Tok
 /** The schema's grammar, or the 400 that names the unsupported keyword under `param`. */
 function schemaGrammarOr400(schema: unknown, param: string): string {
   try {
-    return jsonSchemaToGbnf(schema);
+    return jsonSchemaToGbnf(schema, { maxChars: MAX_GRAMMAR_CHARS });
   } catch (err) {
     if (!(err instanceof UnsupportedSchemaError)) throw err;
+    // keyword '': the schema as a whole (its grammar's size).
+    if (err.keyword === '') throw new ApiError('invalid_value', `${err.message}.`, { param });
     throw new ApiError('invalid_value', `${err.message} (at ${err.path}); ${param} supports the subset in docs/sampling.md.`, { param: `${param}.${err.keyword}` });
   }
 }

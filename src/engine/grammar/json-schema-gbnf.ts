@@ -17,6 +17,15 @@
 //
 // Rules are named after where they come from (root-prop-name, def-Name); one rule per schema node,
 // so the grammar is linear in the schema's size (a $ref is one rule however often it is used).
+//
+// Bounds, each checked while converting so that no schema costs more than a few ms of event-loop
+// time (a request body of 1 MiB reaches here):
+// - nesting: at most MAX_SCHEMA_DEPTH levels of subschemas (and of const/enum values), so the
+//   recursion never nears the stack's limit;
+// - counts (minLength, maxLength, minItems, maxItems): at most MAX_REPEAT_COUNT, inside what
+//   llama.cpp's grammar parser expands (it refuses a repetition of 2,000);
+// - size: the grammar's characters are counted as rules are named, and conversion stops as soon
+//   as they pass `maxChars` (rule names grow with depth, so a deep chain is quadratic in size).
 
 import { integerRange, MAX_DIGITS } from './integer-range.ts';
 
@@ -31,6 +40,13 @@ export class UnsupportedSchemaError extends Error {
     this.name = 'UnsupportedSchemaError';
   }
 }
+
+/** Deepest nesting of subschemas (items, properties, anyOf/oneOf, $ref targets) and of const/enum values. */
+export const MAX_SCHEMA_DEPTH = 64;
+/** Largest minLength, maxLength, minItems, maxItems. */
+export const MAX_REPEAT_COUNT = 1000;
+/** Default cap on a grammar's characters (the caller's `maxChars`). */
+export const DEFAULT_MAX_GRAMMAR_CHARS = 64 * 1024;
 
 /** Annotations that do not change which documents validate. */
 const IGNORED = new Set(['title', 'description', 'default', 'examples', 'example', '$schema', '$id', '$comment', 'deprecated', 'readOnly', 'writeOnly', 'strict', '$defs', 'definitions']);
@@ -55,9 +71,14 @@ array ::= "[" ws (value (ws "," ws value)*)? ws "]"`;
 
 type Schema = Record<string, unknown>;
 
+export interface GbnfOptions {
+  /** Refuse (keyword '') once the grammar passes this many characters (default 64 KiB). */
+  readonly maxChars?: number;
+}
+
 /** A GBNF grammar (root rule `root`) for `schema`; throws UnsupportedSchemaError. */
-export function jsonSchemaToGbnf(schema: unknown): string {
-  return new Converter(schema).grammar();
+export function jsonSchemaToGbnf(schema: unknown, opts: GbnfOptions = {}): string {
+  return new Converter(schema, opts.maxChars ?? DEFAULT_MAX_GRAMMAR_CHARS).grammar();
 }
 
 /** The grammar of any JSON object (response_format json_object). */
@@ -72,44 +93,60 @@ class Converter {
   readonly #refs = new Map<string, string>();
   /** Rule body → the first rule with it. */
   readonly #byBody = new Map<string, string>();
+  readonly #maxChars: number;
+  /** Characters of the grammar so far: the primitives and every rule named. */
+  #numChars = PRIMITIVES.length + 2;
+  /** Subschemas being converted, from the root down. */
+  #depth = 0;
 
-  constructor(root: unknown) {
+  constructor(root: unknown, maxChars: number) {
     this.#root = root;
+    this.#maxChars = maxChars;
   }
 
   grammar(): string {
     const root = this.#visit(this.#root, 'root', '#');
-    if (root !== 'root') this.#rules.set('root', root);
+    if (root !== 'root') this.#set('root', root);
     const rootBody = this.#rules.get('root')!;
     this.#rules.delete('root');
     const lines = [`root ::= ${rootBody}`, ...[...this.#rules].map(([name, body]) => `${name} ::= ${body}`)];
     return `${lines.join('\n')}\n${PRIMITIVES}\n`;
   }
 
-  /** A GBNF expression matching `s` (a rule name, or a short inline expression). */
-  #visit(s: unknown, name: string, path: string): string {
+  /** A GBNF expression matching `s`, a subschema reached through `keyword` (a rule name, or a short inline expression). */
+  #visit(s: unknown, name: string, path: string, keyword = 'schema'): string {
+    if (this.#depth >= MAX_SCHEMA_DEPTH) throw new UnsupportedSchemaError(keyword, path, `The schema nests deeper than ${MAX_SCHEMA_DEPTH} levels (the most this server accepts)`);
+    this.#depth++;
+    try {
+      return this.#node(s, name, path);
+    } finally {
+      this.#depth--;
+    }
+  }
+
+  #node(s: unknown, name: string, path: string): string {
     if (s === true || (isObject(s) && Object.keys(s).every((k) => IGNORED.has(k)))) return 'value';
-    if (!isObject(s)) throw new UnsupportedSchemaError('schema', path, `A schema must be an object or true; got ${JSON.stringify(s)}`);
+    if (!isObject(s)) throw new UnsupportedSchemaError('schema', path, `A schema must be an object or true; got ${describe(s)}`);
     for (const k of Object.keys(s)) {
       if (!IGNORED.has(k) && !SUPPORTED.has(k)) throw new UnsupportedSchemaError(k, path, `The JSON Schema keyword '${k}' is not supported`);
     }
     if (s.$ref !== undefined) return this.#ref(s.$ref, path);
-    if (s.const !== undefined) return literal(JSON.stringify(s.const));
+    if (s.const !== undefined) return literal(this.#json(s.const, 'const', path));
     if (s.enum !== undefined) {
       if (!Array.isArray(s.enum) || s.enum.length === 0) throw new UnsupportedSchemaError('enum', path, "'enum' must be a non-empty array");
-      return this.#rule(name, s.enum.map((v) => literal(JSON.stringify(v))).join(' | '));
+      return this.#rule(name, s.enum.map((v) => literal(this.#json(v, 'enum', path))).join(' | '));
     }
     const alternatives = s.anyOf ?? s.oneOf;
     if (alternatives !== undefined) {
       const kw = s.anyOf !== undefined ? 'anyOf' : 'oneOf';
       if (!Array.isArray(alternatives) || alternatives.length === 0) throw new UnsupportedSchemaError(kw, path, `'${kw}' must be a non-empty array`);
       if (s.type !== undefined) throw new UnsupportedSchemaError(kw, path, `'${kw}' beside 'type' is not supported`);
-      return this.#rule(name, alternatives.map((a, i) => this.#visit(a, `${name}-${i}`, `${path}/${kw}/${i}`)).join(' | '));
+      return this.#rule(name, alternatives.map((a, i) => this.#visit(a, `${name}-${i}`, `${path}/${kw}/${i}`, kw)).join(' | '));
     }
     const type = s.type;
     if (Array.isArray(type)) {
       if (type.length === 0) throw new UnsupportedSchemaError('type', path, "'type' must not be an empty list");
-      return this.#rule(name, type.map((t, i) => this.#typed(s, typeof t === 'string' ? t : JSON.stringify(t), `${name}-${i}`, path)).join(' | '));
+      return this.#rule(name, type.map((t, i) => this.#typed(s, typeof t === 'string' ? t : describe(t), `${name}-${i}`, path)).join(' | '));
     }
     if (type === undefined) {
       if (s.properties !== undefined) return this.#typed(s, 'object', name, path);
@@ -152,24 +189,27 @@ class Converter {
     if (extra !== undefined && extra !== false) throw new UnsupportedSchemaError('additionalProperties', path, "'additionalProperties' other than false beside 'properties' is not supported");
     const required = s.required ?? [];
     if (!Array.isArray(required) || !required.every((r) => typeof r === 'string')) throw new UnsupportedSchemaError('required', path, "'required' must be a list of property names");
-    const unknown = required.find((r) => !keys.includes(r));
+    // Sets: a schema of 50,000 properties, all required, must not cost 50,000² comparisons.
+    const keySet = new Set(keys);
+    const requiredSet = new Set(required);
+    const unknown = required.find((r) => !keySet.has(r));
     if (unknown !== undefined) throw new UnsupportedSchemaError('required', path, `'required' names '${String(unknown)}', which is not in 'properties'`);
     if (keys.length === 0) return this.#rule(name, '"{" ws "}"');
-    const kv = keys.map((k, i) => `${literal(JSON.stringify(k))} ws ":" ws ${this.#visit(props[k], `${name}-${ruleName(k)}-${i}`, `${path}/properties/${k}`)}`);
+    const kv = keys.map((k, i) => `${literal(JSON.stringify(k))} ws ":" ws ${this.#visit(props[k], `${name}-${ruleName(k)}-${i}`, `${path}/properties/${k}`, 'properties')}`);
     // after-i: properties i.. once one is written (each needs its comma); first-i: none written yet.
     // Either may match nothing when every property from i on is optional.
     const rest = (i: number): string => (i + 1 === keys.length ? '' : ` ${name}-after-${i + 1}`);
     for (let i = keys.length - 1; i >= 0; i--) {
-      const isRequired = required.includes(keys[i]!);
-      if (i > 0) this.#rules.set(`${name}-after-${i}`, isRequired ? `ws "," ws ${kv[i]}${rest(i)}` : `(ws "," ws ${kv[i]})?${rest(i)}`);
+      const isRequired = requiredSet.has(keys[i]!);
+      if (i > 0) this.#set(`${name}-after-${i}`, isRequired ? `ws "," ws ${kv[i]}${rest(i)}` : `(ws "," ws ${kv[i]})?${rest(i)}`);
       const own = `${kv[i]}${rest(i)}`;
-      this.#rules.set(`${name}-first-${i}`, isRequired ? own : i + 1 === keys.length ? `(${own})?` : `${own} | ${name}-first-${i + 1}`);
+      this.#set(`${name}-first-${i}`, isRequired ? own : i + 1 === keys.length ? `(${own})?` : `${own} | ${name}-first-${i + 1}`);
     }
     return this.#rule(name, `"{" ws ${name}-first-0 ws "}"`);
   }
 
   #array(s: Schema, name: string, path: string): string {
-    const item = s.items === undefined ? 'value' : this.#visit(s.items, `${name}-item`, `${path}/items`);
+    const item = s.items === undefined ? 'value' : this.#visit(s.items, `${name}-item`, `${path}/items`, 'items');
     const min = count(s.minItems, 'minItems', path) ?? 0;
     const max = count(s.maxItems, 'maxItems', path);
     if (max !== null && max < min) throw new UnsupportedSchemaError('maxItems', path, "'maxItems' is below 'minItems'");
@@ -227,9 +267,24 @@ class Converter {
     const name = `def-${ruleName(m[2]!)}-${this.#refs.size}`;
     this.#refs.set(ref, name);
     this.#rules.set(name, ''); // reserved: a reference inside the definition finds it
-    const body = this.#visit(target, `${name}-body`, ref);
-    this.#rules.set(name, body);
+    const body = this.#visit(target, `${name}-body`, ref, '$ref');
+    this.#set(name, body);
     return name;
+  }
+
+  /** Set rule `name` to `body`, counting its characters; past the cap the conversion stops here. */
+  #set(name: string, body: string): void {
+    this.#numChars += name.length + body.length + 5 - (this.#rules.get(name)?.length ?? 0);
+    if (this.#numChars > this.#maxChars) throw new UnsupportedSchemaError('', '#', `The schema's grammar passes ${this.#maxChars} characters, the most this server accepts; simplify the schema (fewer or shallower subschemas, shorter property names)`);
+    this.#rules.set(name, body);
+  }
+
+  /** `v` as JSON text, refused past the nesting limit (JSON.stringify recurses). */
+  #json(v: unknown, keyword: string, path: string): string {
+    if (depthOver(v, MAX_SCHEMA_DEPTH)) throw new UnsupportedSchemaError(keyword, path, `The '${keyword}' value nests deeper than ${MAX_SCHEMA_DEPTH} levels (the most this server accepts)`);
+    const text = JSON.stringify(v);
+    if (text.length > this.#maxChars) throw new UnsupportedSchemaError(keyword, path, `The '${keyword}' value passes ${this.#maxChars} characters, the most this server accepts`);
+    return text;
   }
 
   /** Name `body` as a rule and return the name; a body already named (zod's same int() bounds on every field) is shared. */
@@ -237,7 +292,7 @@ class Converter {
     const known = this.#byBody.get(body);
     if (known !== undefined) return known;
     this.#byBody.set(body, name);
-    this.#rules.set(name, body);
+    this.#set(name, body);
     return name;
   }
 }
@@ -256,8 +311,28 @@ function isObject(v: unknown): v is Schema {
 
 function count(v: unknown, keyword: string, path: string): number | null {
   if (v === undefined) return null;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 10_000) throw new UnsupportedSchemaError(keyword, path, `'${keyword}' must be an integer in [0, 10000]`);
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > MAX_REPEAT_COUNT) throw new UnsupportedSchemaError(keyword, path, `'${keyword}' must be an integer in [0, ${MAX_REPEAT_COUNT}] (the grammar sampler expands each repetition)`);
   return v;
+}
+
+/** Whether `v` (parsed JSON) nests arrays and objects more than `limit` levels deep; iterative, O(size). */
+function depthOver(v: unknown, limit: number): boolean {
+  const stack: [unknown, number][] = [[v, 0]];
+  while (stack.length > 0) {
+    const [x, d] = stack.pop()!;
+    if (typeof x !== 'object' || x === null) continue;
+    if (d >= limit) return true;
+    for (const c of Array.isArray(x) ? x : Object.values(x)) stack.push([c, d + 1]);
+  }
+  return false;
+}
+
+/** A short description of a value that is not what was expected (never the value itself: it may be huge or deep). */
+function describe(v: unknown): string {
+  if (Array.isArray(v)) return 'an array';
+  if (v === null || typeof v === 'number' || typeof v === 'boolean') return String(v);
+  if (typeof v === 'string') return JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v);
+  return typeof v === 'object' ? 'an object' : typeof v;
 }
 
 /** A GBNF repetition suffix for [min, max] occurrences (max null: unbounded). */
