@@ -44,11 +44,16 @@ export function requestBody(spec: RequestSpec, opts: ClientOptions): string {
   const body: Record<string, unknown> = {
     model: opts.model,
     messages: spec.messages,
-    max_tokens: spec.maxTokens,
+    ...(spec.maxTokens === null ? {} : { max_tokens: spec.maxTokens }),
     stream: true,
     stream_options: { include_usage: true },
   };
-  if (opts.ignoreEos) body['ignore_eos'] = true;
+  // A natural-length request ends at EOS whatever the run's ignore_eos says: that is its point.
+  if (spec.sampling !== undefined) {
+    body['temperature'] = spec.sampling.temperature;
+    body['logit_bias'] = spec.sampling.logitBias;
+    body['seed'] = spec.sampling.seed;
+  } else if (opts.ignoreEos) body['ignore_eos'] = true;
   return JSON.stringify(body);
 }
 

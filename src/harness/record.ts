@@ -59,8 +59,8 @@ export interface RequestRecord {
   prompt_tokens: number | null;
   /** usage.completion_tokens from the server, or null. */
   completion_tokens: number | null;
-  /** max_tokens requested. */
-  max_tokens: number;
+  /** max_tokens requested; null when none was sent (a natural-length workload without a cap). */
+  max_tokens: number | null;
   /** HTTP status, null if none arrived (transport error before headers). */
   http_status: number | null;
   outcome: Outcome;

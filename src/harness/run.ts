@@ -5,7 +5,10 @@ import path from 'node:path';
 import type { ArrivalKind } from './arrivals.ts';
 import { arrivalTimesMs, gapsOf } from './arrivals.ts';
 import type { WorkloadKind, RequestSpec } from './workloads.ts';
-import { Workload } from './workloads.ts';
+import { isNaturalWorkload, NATURAL_WORKLOADS, Workload } from './workloads.ts';
+import type { EosTarget } from './natural-length.ts';
+import { eosBias } from './natural-length.ts';
+import { probeEos } from './eos-probe.ts';
 import type { ClientOptions } from './client.ts';
 import type { Progress } from './generator.ts';
 import { runClosedLoop, runOpenLoop } from './generator.ts';
@@ -46,6 +49,10 @@ export interface BenchConfig {
   readonly maxSlipP99Ms: number;
   /** Sent with every request (lower-case names), e.g. authorization; values are never written to meta.json. */
   readonly headers?: Readonly<Record<string, string>>;
+  /** Natural-length workloads: the target's EOS token and vocabulary; absent: learned from the target (eos-probe.ts). */
+  readonly eos?: EosTarget;
+  /** Natural-length workloads: the mean output length the EOS bias is sized for; absent: the workload's default. */
+  readonly naturalMeanTokens?: number;
 }
 
 export interface GeneratorValidation {
@@ -79,6 +86,11 @@ export function validateConfig(c: BenchConfig): void {
   need(Number.isInteger(c.seed), 'an integer seed', c.seed);
   if (c.loop === 'open') need(c.rate > 0, 'rate > 0', c.rate);
   else need(Number.isInteger(c.concurrency) && c.concurrency > 0, 'concurrency a positive integer', c.concurrency);
+  if (c.naturalMeanTokens !== undefined) need(c.naturalMeanTokens > 1, 'a natural mean output length > 1 token', c.naturalMeanTokens);
+  if (c.eos !== undefined) {
+    need(Number.isInteger(c.eos.vocabSize) && c.eos.vocabSize > 1, 'a vocabulary size > 1', c.eos.vocabSize);
+    need(Number.isInteger(c.eos.eosTokenId) && c.eos.eosTokenId >= 0 && c.eos.eosTokenId < c.eos.vocabSize, `an EOS token id in [0, ${c.eos.vocabSize})`, c.eos.eosTokenId);
+  }
 }
 
 /** Draws the schedule (open loop) and the specs; deterministic in the config. */
@@ -99,7 +111,26 @@ function newWorkload(c: BenchConfig): Workload {
     mix: c.mix,
     promptTokens: c.promptTokens,
     outputTokens: c.outputTokens,
+    ...(c.eos === undefined ? {} : { eos: c.eos }),
+    ...(c.naturalMeanTokens === undefined ? {} : { naturalMeanTokens: c.naturalMeanTokens }),
   });
+}
+
+/**
+ * The config with the target's EOS token and vocabulary filled in when a natural-length workload
+ * needs them and the caller gave none; a string says why they could not be learned.
+ */
+export async function withEos(c: BenchConfig, model: string): Promise<BenchConfig | string> {
+  if (!isNaturalWorkload(c.workload) || c.eos !== undefined) return c;
+  const eos = await probeEos({ url: c.url, path: c.path, model, headers: c.headers ?? {} });
+  return typeof eos === 'string' ? `${c.workload}: ${eos}` : { ...c, eos };
+}
+
+/** What meta.json records about a natural-length workload's hidden lengths (null for the others). */
+function naturalMeta(c: BenchConfig): Record<string, unknown> | null {
+  if (!isNaturalWorkload(c.workload) || c.eos === undefined) return null;
+  const meanTokens = c.naturalMeanTokens ?? NATURAL_WORKLOADS[c.workload].meanTokens;
+  return { ...c.eos, mean_tokens: meanTokens, eos_bias: eosBias(meanTokens, c.eos.vocabSize), cap_tokens: NATURAL_WORKLOADS[c.workload].capTokens, temperature: 1 };
 }
 
 /**
@@ -175,9 +206,11 @@ export function validateGenerator(c: BenchConfig, arrivalsMs: Float64Array, reco
 }
 
 /** Runs one benchmark and writes schedule.parquet, records.parquet and meta.json under `dir`. */
-export async function runBench(c: BenchConfig, dir: string, progress?: Progress): Promise<RunResult> {
-  validateConfig(c);
-  const model = await resolveModel(c);
+export async function runBench(config: BenchConfig, dir: string, progress?: Progress): Promise<RunResult> {
+  validateConfig(config);
+  const model = await resolveModel(config);
+  const c = await withEos(config, model);
+  if (typeof c === 'string') throw new Error(c);
   const { arrivalsMs, specs, workload } = drawSchedule(c);
   // The arrival realisation and workload draws go to disk before the first request is sent.
   await writeParquet(
@@ -229,7 +262,7 @@ export async function runBench(c: BenchConfig, dir: string, progress?: Progress)
     num_rows: records.length,
     source: sourceInfo(),
     machine: machineProbe(),
-    workload: { kind: c.workload, mixed_scale: workload.mixedScale(), prompt_heuristic: 'one common English word ≈ one token; see src/harness/prompt-text.ts' },
+    workload: { kind: c.workload, mixed_scale: workload.mixedScale(), prompt_heuristic: 'one common English word ≈ one token; see src/harness/prompt-text.ts', natural_length: naturalMeta(c) },
     generator_validation: validateGenerator(c, arrivalsMs, records),
     target_stats_before: statsBefore,
     target_stats_after: statsAfter,

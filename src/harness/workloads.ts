@@ -11,10 +11,36 @@
 //   long     long prompts (issue 11's per-token comparison): half the requests carry one of 2 shared
 //            documents of 1,000–1,500 tokens followed by a question of 100–900 tokens, half a unique
 //            document of 800–2,800 tokens; requested output lognormal(μ 4.0, σ 0.9) clipped to [8, 256].
+//
+// Natural-length workloads (natural-length.ts): the same prompts as their base workload for the
+// same seed, but no fixed length. Each request samples at temperature 1 with one logit bias on the
+// model's EOS token, the same for every request, sized for a mean output length; max_tokens is only
+// a cap. The length is geometric and decided inside the sampler by a per-request seed, so nothing
+// admission reads at arrival says how long this request will run.
+//
+//   chat-natural           chat prompts; mean 133 tokens (chat's mean requested output), cap 512.
+//   chat-natural-uncapped  the same, no max_tokens sent (the server's own limit is the cap).
+//   long-natural           long prompts; mean 76 tokens (long's mean requested output), cap 256.
 import { Rng } from '../util/rng.ts';
 import { promptText, wordsForTokens } from './prompt-text.ts';
+import type { EosTarget, NaturalSampling } from './natural-length.ts';
+import { eosBias } from './natural-length.ts';
+import { bug } from '../util/bug.ts';
 
-export type WorkloadKind = 'chat' | 'mixed' | 'uniform' | 'long';
+/** Natural-length workloads: the base workload whose prompts they reuse, the mean length, the cap (null: none sent). */
+export const NATURAL_WORKLOADS = {
+  'chat-natural': { base: 'chat', meanTokens: 133, capTokens: 512 },
+  'chat-natural-uncapped': { base: 'chat', meanTokens: 133, capTokens: null },
+  'long-natural': { base: 'long', meanTokens: 76, capTokens: 256 },
+} as const satisfies Record<string, { base: 'chat' | 'long'; meanTokens: number; capTokens: number | null }>;
+
+export type NaturalWorkloadKind = keyof typeof NATURAL_WORKLOADS;
+export const WORKLOAD_KINDS = ['chat', 'mixed', 'uniform', 'long', ...(Object.keys(NATURAL_WORKLOADS) as NaturalWorkloadKind[])] as const;
+export type WorkloadKind = 'chat' | 'mixed' | 'uniform' | 'long' | NaturalWorkloadKind;
+
+export function isNaturalWorkload(kind: WorkloadKind): kind is NaturalWorkloadKind {
+  return Object.hasOwn(NATURAL_WORKLOADS, kind);
+}
 
 export interface WorkloadOptions {
   readonly kind: WorkloadKind;
@@ -28,6 +54,10 @@ export interface WorkloadOptions {
   /** Prompt and output size for `uniform`; output size for `mixed`. */
   readonly promptTokens: number;
   readonly outputTokens: number;
+  /** Natural-length workloads: the target's EOS token and vocabulary (required there, unused elsewhere). */
+  readonly eos?: EosTarget;
+  /** Natural-length workloads: mean output length to size the EOS bias for (default: the workload's). */
+  readonly naturalMeanTokens?: number;
 }
 
 export interface RequestSpec {
@@ -39,8 +69,10 @@ export interface RequestSpec {
   readonly messages: ReadonlyArray<{ readonly role: 'system' | 'user'; readonly content: string }>;
   /** The harness's own estimate of the prompt's tokens (see prompt-text.ts). */
   readonly promptTokensEst: number;
-  /** max_tokens sent (with ignore_eos) so output length is controlled. */
-  readonly maxTokens: number;
+  /** max_tokens sent: with ignore_eos, the output length; with `sampling`, only a cap (null: not sent). */
+  readonly maxTokens: number | null;
+  /** Natural-length requests: temperature, EOS bias and seed, sent instead of ignore_eos. */
+  readonly sampling?: NaturalSampling;
 }
 
 export const CHAT_NUM_PREFIXES = 4;
@@ -67,6 +99,10 @@ export class Workload {
   readonly #sharedTokens: number[] = [];
   readonly #longDocs: string[] = [];
   readonly #longDocTokens: number[] = [];
+  /** Per-request sampling seeds, a stream of their own so the prompts match the base workload's. */
+  readonly #seedRng: Rng;
+  /** The EOS bias of a natural-length workload; null for the others. */
+  readonly #eosBias: number | null = null;
 
   constructor(opts: WorkloadOptions) {
     if (!(opts.tokensPerWord > 0)) throw new Error(`workload: expected tokensPerWord > 0, got ${opts.tokensPerWord}`);
@@ -75,6 +111,11 @@ export class Workload {
     }
     this.#opts = opts;
     this.#rng = new Rng(opts.seed, 'workload');
+    this.#seedRng = new Rng(opts.seed, 'sampling-seeds');
+    if (isNaturalWorkload(opts.kind)) {
+      if (opts.eos === undefined) throw new Error(`workload: ${opts.kind} needs the target's EOS token and vocabulary size, got none`);
+      this.#eosBias = eosBias(opts.naturalMeanTokens ?? NATURAL_WORKLOADS[opts.kind].meanTokens, opts.eos.vocabSize);
+    }
     const prefixRng = new Rng(opts.seed, 'shared-prefixes');
     for (let i = 0; i < CHAT_NUM_PREFIXES; i++) {
       const tokens = CHAT_SYSTEM_MIN + prefixRng.int(CHAT_SYSTEM_MAX - CHAT_SYSTEM_MIN + 1);
@@ -108,7 +149,24 @@ export class Workload {
         return this.#single('uniform', this.#opts.promptTokens, this.#opts.outputTokens);
       case 'long':
         return this.#long();
+      case 'chat-natural':
+      case 'chat-natural-uncapped':
+      case 'long-natural':
+        return this.#natural(this.#opts.kind);
     }
+  }
+
+  /** The base workload's request (so the same prompts for the same seed) with a hidden length. */
+  #natural(kind: NaturalWorkloadKind): RequestSpec {
+    const w = NATURAL_WORKLOADS[kind];
+    const base = w.base === 'chat' ? this.#chat() : this.#long();
+    const eos = this.#opts.eos;
+    if (eos === undefined || this.#eosBias === null) bug('a natural-length workload without its EOS bias (the constructor checks for one)');
+    return {
+      ...base,
+      maxTokens: w.capTokens,
+      sampling: { temperature: 1, logitBias: { [eos.eosTokenId]: this.#eosBias }, seed: this.#seedRng.int(2 ** 31) },
+    };
   }
 
   #chat(): RequestSpec {

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { readRecords, writeRecords } from '../../src/harness/store.ts';
 import type { RequestRecord } from '../../src/harness/record.ts';
 import { Workload } from '../../src/harness/workloads.ts';
-import type { WorkloadOptions } from '../../src/harness/workloads.ts';
+import type { RequestSpec, WorkloadOptions } from '../../src/harness/workloads.ts';
 
 const row = (over: Partial<RequestRecord>): RequestRecord => ({
   request_id: 0, loop: 'open', worker: null, klass: 'shared', prefix_id: 2, phase: 'warmup', intended_ms: 1.25, sent_ms: 1.5,
@@ -30,6 +30,9 @@ test('records round-trip through Parquet with nulls, lists and flags intact', as
   }
 });
 
+/** max_tokens of a fixed-length workload's request (always sent there). */
+const cap = (s: RequestSpec): number => s.maxTokens ?? assert.fail('a fixed-length request without max_tokens');
+
 const opts = (kind: WorkloadOptions['kind'], over: Partial<WorkloadOptions> = {}): WorkloadOptions => ({
   kind, seed: 5, tokensPerWord: 1, contextTokens: 0, mix: [1, 1, 1], promptTokens: 64, outputTokens: 128, ...over,
 });
@@ -41,11 +44,11 @@ test('chat workload: ~70% on 4 shared prefixes of 480–650 tokens, outputs in [
   assert.ok(Math.abs(shared.length / 2000 - 0.7) < 0.04, `shared ${shared.length}`);
   assert.equal(new Set(shared.map((s) => s.messages[0]?.content)).size, 4);
   for (const s of specs) {
-    assert.ok(s.maxTokens >= 16 && s.maxTokens <= 512);
+    assert.ok(cap(s) >= 16 && cap(s) <= 512);
     const sys = s.messages[0]?.content.split(' ').length ?? 0;
     assert.ok(sys >= 480 && sys <= 655, `system words ${sys}`);
   }
-  const median = specs.map((s) => s.maxTokens).sort((a, b) => a - b)[1000] ?? 0;
+  const median = specs.map(cap).sort((a, b) => a - b)[1000] ?? 0;
   assert.ok(median > 85 && median < 115, `median output ${median} (exp(4.6) ≈ 99)`);
   // Deterministic in the seed.
   const again = new Workload(opts('chat'));
@@ -58,7 +61,7 @@ test('mixed workload: three sizes in the given mix, scaled to the context', () =
   const n = (k: string): number => specs.filter((s) => s.klass === k).length;
   assert.ok(Math.abs(n('short') / 2000 - 0.5) < 0.04);
   const long = specs.find((s) => s.klass === 'long');
-  assert.ok(long !== undefined && long.promptTokensEst + long.maxTokens < 4096, `long ${long?.promptTokensEst}`);
+  assert.ok(long !== undefined && long.promptTokensEst + cap(long) < 4096, `long ${long?.promptTokensEst}`);
   assert.equal(specs.find((s) => s.klass === 'short')?.promptTokensEst, Math.round(512 * w.mixedScale()));
 });
 
@@ -69,12 +72,12 @@ test('long workload: half on 2 shared documents plus a question, half unique, 80
   assert.ok(Math.abs(shared.length / 2000 - 0.5) < 0.04, `shared ${shared.length}`);
   assert.equal(new Set(shared.map((s) => s.messages[0]?.content)).size, 2);
   for (const s of specs) {
-    assert.ok(s.maxTokens >= 8 && s.maxTokens <= 256, `max_tokens ${s.maxTokens}`);
+    assert.ok(cap(s) >= 8 && cap(s) <= 256, `max_tokens ${s.maxTokens}`);
     assert.ok(s.promptTokensEst >= 800 && s.promptTokensEst <= 2800, `prompt ${s.promptTokensEst}`);
     const words = s.messages.map((m) => m.content.split(' ').length).reduce((a, b) => a + b, 0);
     assert.ok(Math.abs(words - s.promptTokensEst) <= 8, `words ${words} vs estimate ${s.promptTokensEst}`);
   }
   assert.ok(specs.some((s) => s.klass === 'unique' && s.promptTokensEst > 2000));
-  const median = specs.map((s) => s.maxTokens).sort((a, b) => a - b)[1000] ?? 0;
+  const median = specs.map(cap).sort((a, b) => a - b)[1000] ?? 0;
   assert.ok(median > 45 && median < 65, `median output ${median} (exp(4.0) ≈ 55)`);
 });

@@ -11,6 +11,8 @@ import type { BenchConfig } from '../../harness/run.ts';
 import type { Progress } from '../../harness/generator.ts';
 import { DEFAULT_STUB, startStubServer } from '../../harness/stub-server.ts';
 import { UserError } from '../user-error.ts';
+import type { WorkloadKind } from '../../harness/workloads.ts';
+import { WORKLOAD_KINDS } from '../../harness/workloads.ts';
 
 const num = (v: string): number => {
   const n = Number(v);
@@ -45,7 +47,10 @@ interface RunFlags {
   cooldownS: number;
   timeoutS: number;
   seed: number;
-  workload: 'chat' | 'mixed' | 'uniform' | 'long';
+  workload: WorkloadKind;
+  eosTokenId?: number;
+  vocabSize?: number;
+  naturalMeanTokens?: number;
   tokensPerWord: number;
   contextTokens: number;
   mix: number[];
@@ -82,7 +87,10 @@ export function registerBenchCommands(program: Command): void {
     .option('--cooldown-s <s>', 'arrivals in the last s seconds are flagged cooldown', num, 0)
     .option('--timeout-s <s>', 'client timeout; timed-out rows are censored', num, 300)
     .option('--seed <n>', 'seed for arrivals and workload', int, 0)
-    .addOption(new Option('--workload <kind>', 'request mix').choices(['chat', 'mixed', 'uniform', 'long']).default('chat'))
+    .addOption(new Option('--workload <kind>', 'request mix (*-natural: lengths end at EOS, docs/bench.md)').choices(WORKLOAD_KINDS).default('chat'))
+    .option('--eos-token-id <id>', 'natural-length workloads: the EOS token to bias (default: probed from the target)', int)
+    .option('--vocab-size <n>', 'natural-length workloads: vocabulary size (default: probed from the target)', int)
+    .option('--natural-mean-tokens <n>', "natural-length workloads: mean output length (default: the workload's)", num)
     .option('--tokens-per-word <r>', 'measured tokens per generated word on the target tokenizer', num, 1)
     .option('--context-tokens <n>', 'model context; mixed-size inputs are scaled to fit (0 = none)', int, 0)
     .option('--mix <s:m:l>', 'mixed workload weights short:medium:long', numList, [1, 1, 1])
@@ -101,7 +109,7 @@ export function registerBenchCommands(program: Command): void {
     .action(async (f: RunFlags) => {
       const mix = f.mix;
       if (mix.length !== 3) throw new UserError(`--mix: expected three weights s:m:l, got ${mix.join(':')}`);
-      const { runBench, unreachable, validateConfig } = await import('../../harness/run.ts');
+      const { resolveModel, runBench, unreachable, validateConfig, withEos } = await import('../../harness/run.ts');
       const { default: cliProgress } = await import('cli-progress');
       const cfg: BenchConfig = {
         url: f.url,
@@ -127,7 +135,10 @@ export function registerBenchCommands(program: Command): void {
         ignoreEos: f.ignoreEos,
         maxSlipP99Ms: f.maxSlipP99Ms,
         headers: { ...f.header, ...(f.apiKey === undefined ? {} : { authorization: `Bearer ${f.apiKey}` }) },
+        ...(f.eosTokenId === undefined || f.vocabSize === undefined ? {} : { eos: { eosTokenId: f.eosTokenId, vocabSize: f.vocabSize } }),
+        ...(f.naturalMeanTokens === undefined ? {} : { naturalMeanTokens: f.naturalMeanTokens }),
       };
+      if ((f.eosTokenId === undefined) !== (f.vocabSize === undefined)) throw new UserError('--eos-token-id and --vocab-size: expected both or neither');
       try {
         validateConfig(cfg);
       } catch (err) {
@@ -135,6 +146,8 @@ export function registerBenchCommands(program: Command): void {
       }
       const problem = await unreachable(cfg);
       if (problem !== null) throw new UserError(problem);
+      const ready = await withEos(cfg, await resolveModel(cfg));
+      if (typeof ready === 'string') throw new UserError(ready);
       const stamp = new Date().toISOString().replace(/[:.]/g, '-');
       const dir = f.out ?? path.join('results', 'runs', `${stamp}-${f.workload}-${f.loop}`);
       const progress: Progress = { numSent: 0, numDone: 0, numPlanned: 0 };
@@ -154,7 +167,7 @@ export function registerBenchCommands(program: Command): void {
         : null;
       let result;
       try {
-        result = await runBench(cfg, dir, progress);
+        result = await runBench(ready, dir, progress);
       } finally {
         if (timer) clearInterval(timer);
         bar?.stop();

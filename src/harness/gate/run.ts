@@ -10,6 +10,7 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { BenchConfig } from '../run.ts';
+import type { WorkloadKind } from '../workloads.ts';
 import { runBench, unreachable } from '../run.ts';
 import { summarize } from '../report.ts';
 import type { GeneratorValidation } from '../run.ts';
@@ -26,7 +27,8 @@ export interface GateConfig {
   /** Arrivals in the first seconds are flagged warm-up and not counted. */
   readonly warmupS: number;
   readonly seed: number;
-  readonly workload: 'chat';
+  /** A natural-length workload (chat-natural) learns the mock's EOS over HTTP (eos-probe.ts). */
+  readonly workload: WorkloadKind;
   /** Tokens per generated word, as the admission collection used it. */
   readonly tokensPerWord: number;
   /** The E2E SLO: the server's default budget and the goodput threshold, ms. */

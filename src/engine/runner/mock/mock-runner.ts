@@ -17,6 +17,11 @@
 // logit bias of at least +50 (forces the token; the largest wins, then the smaller id) or at most
 // -50 (bans it), and log-probabilities, from a fake distribution that halves down the ranks (the
 // sampled token first at 1/2, then alternatives at 1/4, 1/8, ...; the rest of the mass elsewhere).
+// A bias between those, when sampling, acts as on a model whose logits are flat over the whole
+// vocabulary of V tokens (a random-weights model nearly is): token t is drawn with probability
+// e^(b/T) / (Σ e^(b_j/T) + V − k) over the k biased tokens, else the unbiased token. A bias on EOS
+// so makes the output length geometric, seeded, and invisible to anything that reads the request
+// but the sampler: the natural-length workloads (src/harness/natural-length.ts) rely on that.
 // It ignores top-k, top-p, min-p and the penalties; grammars never reach it (the API refuses
 // response_format without a grammar sampler).
 
@@ -190,6 +195,8 @@ export class MockRunner implements Runner {
     const token = this.#unbiased(hist, last, sampling);
     const bias = sampling.logitBias;
     if (bias === undefined || bias.length === 0) return token;
+    const drawn = sampling.temperature > 0 ? this.#flatDraw(hist, sampling, bias) : null;
+    if (drawn !== null) return drawn;
     let forced: LogitBias | null = null;
     for (const b of bias) if (b.bias >= 50 && (forced === null || b.bias > forced.bias || (b.bias === forced.bias && b.tokenId < forced.tokenId))) forced = b;
     if (forced !== null) return forced.tokenId;
@@ -202,6 +209,25 @@ export class MockRunner implements Runner {
       if (!banned.has(t)) return t;
     }
     return EOS_ID; // every generation token banned
+  }
+
+  /**
+   * Moderate biases (−50, +50) under a flat-logits model: the biased token drawn with its softmax
+   * share, from a uniform the history and seed decide (independent of the unbiased token's hash);
+   * null when none is drawn. Forcing and banning biases are left to #next.
+   */
+  #flatDraw(hist: readonly number[], sampling: SamplingParams, bias: readonly LogitBias[]): number | null {
+    const moderate = bias.filter((b) => b.bias > -50 && b.bias < 50 && b.bias !== 0);
+    if (moderate.length === 0) return null;
+    const weights = moderate.map((b) => Math.exp(b.bias / sampling.temperature));
+    const total = weights.reduce((s, w) => s + w, 0) + (MOCK_VOCAB_SIZE - moderate.length);
+    const n = hist.length;
+    let u = (hash(hist[n - 1] ?? BOS_ID, n, sampling.seed, 0xb1a5) / 2 ** 32) * total;
+    for (const [i, b] of moderate.entries()) {
+      u -= weights[i]!;
+      if (u < 0) return b.tokenId;
+    }
+    return null;
   }
 
   #unbiased(hist: readonly number[], last: number, sampling: SamplingParams): number {
