@@ -27,13 +27,29 @@ export interface BoundModelState {
 }
 
 export class BoundModel {
-  readonly #base: BasePredictor;
-  readonly #calibrator: OnlineCalibrator;
+  #base: BasePredictor;
+  #calibrator: OnlineCalibrator;
   #sinceRefit = 0;
 
   constructor(base: BasePredictor, calibrator: OnlineCalibrator) {
     this.#base = base;
     this.#calibrator = calibrator;
+  }
+
+  /** The base prediction of this model's current predictor (for the self-trainer's comparison); null as predict(). */
+  get base(): BasePredictor {
+    return this.#base;
+  }
+
+  /**
+   * Replace the predictor and its calibration together (a self-trained model and the scores of its
+   * held-out rows, self-train/self-trainer.ts). Between two decisions: JavaScript runs one at a time,
+   * so no decision ever sees one without the other.
+   */
+  swap(base: BasePredictor, calibrator: OnlineCalibrator): void {
+    this.#base = base;
+    this.#calibrator = calibrator;
+    this.#sinceRefit = 0;
   }
 
   /** The base prediction, ms; null while the online baseline has not been fitted yet. */

@@ -31,6 +31,7 @@ import type { Headroom } from './decision/headroom.ts';
 import { arithmeticEstimate, ownFloorMs } from './decision/headroom.ts';
 import type { GateDecision } from './decision/gate.ts';
 import { RetryAfter } from './decision/retry-after.ts';
+import type { SelfTrainer } from './self-train/self-trainer.ts';
 
 /** The cold-start rule's safety factor on the arithmetic estimate: looser than the shortcut's 1.5, since nothing checks it yet. */
 const COLD_START_MARGIN = 2;
@@ -45,6 +46,8 @@ export interface ConformalControllerOptions {
   readonly retryAfter?: RetryAfter;
   /** The under-capacity shortcut; none: the bound alone decides. */
   readonly headroom?: Headroom;
+  /** Trains the E2E predictor from admitted outcomes and swaps it in (self-train/); none: the E2E model stays as built. */
+  readonly selfTrainer?: SelfTrainer;
 }
 
 export class ConformalController implements AdmissionController {
@@ -129,7 +132,10 @@ export class ConformalController implements AdmissionController {
       const met = metBudgets(memo, outcome);
       if (met !== null) this.#o.headroom.observe(met);
     }
-    if (outcome.e2eMs !== null) this.#o.e2e.observe(features, memo.e2ePredictionMs, outcome.e2eMs, outcome.censored);
+    if (outcome.e2eMs !== null) {
+      this.#o.e2e.observe(features, memo.e2ePredictionMs, outcome.e2eMs, outcome.censored);
+      this.#o.selfTrainer?.observe(features, outcome.e2eMs, outcome.censored, decision.boundMs);
+    }
     // Every admitted request teaches the TTFT model, asked for or not: its budget is the client's, its latency is the engine's.
     if (outcome.ttftMs !== null) this.#o.ttft.observe(features, memo.ttftPredictionMs ?? this.#o.ttft.predict(features), outcome.ttftMs, false);
   }
@@ -141,7 +147,7 @@ export class ConformalController implements AdmissionController {
       numDecisions: this.#numDecisions,
       numRefused: this.#numRefused,
       reasons: Object.fromEntries(this.#reasons),
-      e2e: { ...this.#o.e2e.state(), hysteresis: this.#e2eGate.hysteresis.state, explorationGrants: this.#e2eGate.exploration.numGrants },
+      e2e: { ...this.#o.e2e.state(), hysteresis: this.#e2eGate.hysteresis.state, explorationGrants: this.#e2eGate.exploration.numGrants, selfTraining: this.#o.selfTrainer?.state() ?? null },
       ttft: { ...this.#o.ttft.state(), hysteresis: this.#ttftGate.hysteresis.state, explorationGrants: this.#ttftGate.exploration.numGrants },
       headroom: this.#o.headroom?.state() ?? null,
     };

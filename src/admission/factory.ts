@@ -15,6 +15,7 @@ import { ratioScore } from './conformal/score.ts';
 import { ConformalController } from './conformal-controller.ts';
 import { Headroom } from './decision/headroom.ts';
 import { PersistentController } from './persistent-state.ts';
+import { SelfTrainer, type SelfTrainerOptions } from './self-train/self-trainer.ts';
 import type { AdmissionController } from './controller.ts';
 import { admitAll } from './controller.ts';
 import type { FeatureName } from './features.ts';
@@ -57,6 +58,14 @@ export interface AdmissionConfig {
    * outcomes measured on this runner, model and machine (the rest of the provenance is this config's).
    */
   readonly state?: { readonly dir: string; readonly runner: string; readonly modelSha256: string; readonly machine: string };
+  /**
+   * Without an artifact: train the E2E predictor (a quantile GBDT) from the server's own admitted
+   * outcomes in a worker thread and swap it in when it beats the current one on held-out outcomes
+   * (self-train/self-trainer.ts). Ignored with an artifact.
+   */
+  readonly selfTrain?: boolean;
+  /** The self-trainer's schedule (tests shorten it). */
+  readonly selfTrainOptions?: Pick<SelfTrainerOptions, 'minRows' | 'retrainEvery' | 'ringSize' | 'runJob'>;
 }
 
 /** The base model's quantile level: a stable estimate that the conformal step inflates to the guarantee. */
@@ -109,9 +118,15 @@ export function createAdmissionController(c: AdmissionConfig): AdmissionControll
     minN: warmMinN(c, initial.length, alpha, guarantee),
     ...(c.window === undefined ? {} : { window: c.window }),
   });
+  const e2e = new BoundModel(e2eBase, e2eCalibrator);
+  const selfTrainer =
+    c.selfTrain === true && c.artifactPath === undefined
+      ? new SelfTrainer({ target: e2e, alpha, calibration: c.calibration ?? 'rolling', quantile: BASE_QUANTILE, ...(c.window === undefined ? {} : { window: c.window }), ...c.selfTrainOptions, log: (line) => console.error(`headroom: ${line}`) })
+      : undefined;
   const controller = new ConformalController({
     alpha,
-    e2e: new BoundModel(e2eBase, e2eCalibrator),
+    e2e,
+    ...(selfTrainer === undefined ? {} : { selfTrainer }),
     ttft: new BoundModel(online(TTFT_COLUMNS), calibrator()),
     ...(c.headroom === false ? {} : { headroom: new Headroom({ alpha, allowQueue: c.headroomQueue !== false, ...(c.headroomBatchShare === undefined ? {} : { maxRunningFraction: c.headroomBatchShare }) }) }),
   });

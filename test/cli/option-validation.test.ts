@@ -69,6 +69,7 @@ const SERVE_BAD: Readonly<Record<string, string>> = {
   'admission-artifact': 'no-such-artifact.json',
   'admission-calibration-traces': 'no-such-traces-dir',
   'admission-state': '/proc/self/headroom-state',
+  'admission-self-train': 'bogus',
   'admission-headroom': 'bogus',
   'admission-headroom-batch-share': 'abc',
   'admission-headroom-queue': 'bogus',

@@ -135,7 +135,10 @@ test('gateway admission: the conformal controller, calibrated on what it saw, re
     const stats = (await (await request(`${gw.url}/stats`)).body.json()) as { admission: { numRefused: number; numDecisions: number; reasons: Record<string, number> } };
     assert.equal(stats.admission.numRefused, 1);
     assert.equal(stats.admission.numDecisions, 42 + probes);
-    assert.equal(stats.admission.reasons['over_budget'], 1);
+    // The books measured a step of at least 5 ms: 1 ms is below the request's own prefill plus one
+    // step, refused before the bound or the exploration quota is asked.
+    assert.equal(stats.admission.reasons['below_floor'], 1);
+    assert.equal(probes, 0);
   } finally {
     await gw.close();
     await stub.stop();

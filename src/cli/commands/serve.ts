@@ -28,6 +28,7 @@ import type { AdmissionFlags } from './admission-options.ts';
 
 interface ServeFlags extends ServerFlags, FlowFlags, AdmissionFlags {
   admissionState?: string;
+  admissionSelfTrain: 'on' | 'off';
   runner: 'llama' | 'mock';
   model?: string;
   threads: string;
@@ -131,6 +132,7 @@ export function registerServeCommand(program: Command): void {
     .option('--static-wait-ms <ms>', 'static scheduler: longest wait to fill a batch', '50')
     .option('--max-queued <n>', 'most requests held in memory', '1024')
     .option('--mock-speed <x>', 'mock runner cost multiplier', '1')
+    .addOption(new Option('--admission-self-train <on|off>', 'without --admission-artifact: fit a quantile GBDT on the outcomes the server admits (in a worker thread) and swap it in, calibrated on the newest of them, when it beats the current predictor on those').choices(['on', 'off']).default('off'))
     .option('--admission-state <dir>', 'keep what admission control learns here and start from it after a restart on the same runner, model, machine and admission settings (anything else starts cold, with one line)')
     .option('--record <dir>', 'flight recorder: write step records, admission decisions, finishes and refusals to a new run folder in this directory (JSON lines; /dashboard?run=NAME replays it)')
     .option('--record-max-bytes <bytes>', 'flight recorder: largest segment file; a full one rotates to the next', String(DEFAULT_RECORDER_LIMITS.maxSegmentBytes))
@@ -324,7 +326,7 @@ async function admissionConfig(f: ServeFlags): Promise<AdmissionConfig> {
   }
   if (f.admissionArtifact === undefined) {
     if (f.admissionCalibrationTraces !== undefined) throw new StartupError('--admission-calibration-traces: calibrates an --admission-artifact; give one (without it the server learns online)');
-    return { ...base, ...(state === undefined ? {} : { state }) };
+    return { ...base, selfTrain: f.admissionSelfTrain === 'on', ...(state === undefined ? {} : { state }) };
   }
   if (!existsSync(f.admissionArtifact)) throw new StartupError(`--admission-artifact: file not found: ${f.admissionArtifact}`);
   if (f.admissionCalibrationTraces !== undefined && !existsSync(f.admissionCalibrationTraces)) throw new StartupError(`--admission-calibration-traces: no such directory: ${f.admissionCalibrationTraces}`);
