@@ -149,7 +149,7 @@ export class Headroom {
 
   recorderStats(): Record<string, unknown> | null {
     const r = this.#recorder;
-    return r === null ? null : { run: r.runName, numWritten: r.numWritten, numDropped: r.numDropped };
+    return r === null ? null : { run: r.runName, recording: r.recording, numWritten: r.numWritten, numDropped: r.numDropped, writeError: r.writeError };
   }
 
   get loaded(): boolean {
@@ -243,7 +243,12 @@ export class Headroom {
       config: opts.statsExtra?.()['config'] ?? null,
     };
     try {
-      this.#recorder = await Recorder.start({ ...record, clock: this.#clock, version: version().version, meta, blockSize: opts.scheduler.blockSize ?? 16 });
+      // A write error later (a full disk) stops the recording, never the server: one line, one count.
+      const onWriteError = (err: Error): void => {
+        this.#obs?.metrics?.recorderWriteFailed();
+        this.app.log.error(`flight recorder: cannot write to ${record.dir} (${err.message}); recording stopped, serving goes on`);
+      };
+      this.#recorder = await Recorder.start({ ...record, clock: this.#clock, version: version().version, meta, blockSize: opts.scheduler.blockSize ?? 16, onWriteError });
     } catch (err) {
       throw new Error(`--record: cannot start a recording in ${record.dir}: ${(err as Error).message}`, { cause: err });
     }

@@ -91,6 +91,7 @@ export class Metrics {
   readonly #iterationTokens: { observe(v: number): void };
   readonly #bypassed: CounterT<'tenant'>;
   readonly #authFailures: CounterT;
+  readonly #recorderWriteErrors: CounterT;
 
   constructor(opts: MetricsOptions) {
     const reg = this.registry;
@@ -149,6 +150,7 @@ export class Metrics {
     this.#apiRequests = new Counter({ name: 'headroom_api_requests_total', help: 'HTTP requests served, by tenant and outcome (ok, refused, error, aborted, timeout).', labelNames: ['tenant', 'outcome'], registers: [reg] });
     this.#bypassed = new Counter({ name: 'headroom_admission_bypassed_total', help: 'Requests an operator key sent past admission control (x-headroom-bypass-admission), by tenant.', labelNames: ['tenant'], registers: [reg] });
     this.#authFailures = new Counter({ name: 'headroom_auth_failures_total', help: 'Requests refused with 401 (no API key or a wrong one).', registers: [reg] });
+    this.#recorderWriteErrors = new Counter({ name: 'headroom_recorder_write_errors_total', help: 'Flight-recorder (--record) write errors: disk full, I/O error, no permission. The first stops the recording; serving goes on.', registers: [reg] });
     for (const tenant of this.#tenants) {
       for (const outcome of API_OUTCOMES) this.#apiRequests.inc({ tenant, outcome }, 0);
       this.#bypassed.inc({ tenant }, 0);
@@ -180,6 +182,11 @@ export class Metrics {
 
   authFailed(): void {
     this.#authFailures.inc();
+  }
+
+  /** The flight recorder stopped on a write error. */
+  recorderWriteFailed(): void {
+    this.#recorderWriteErrors.inc();
   }
 
   #tenantLabel(tenant: string): string {

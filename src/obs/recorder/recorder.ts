@@ -12,6 +12,10 @@
 // - at most `maxPendingRecords` wait in memory: past that, new ones are dropped and counted (a disk
 //   that cannot keep up costs records, never the server's memory).
 // Every segment opens with the run header, so whatever the rotation kept is readable alone.
+//
+// A write error (disk full, I/O error, permission) stops the recording for good: the file is
+// closed, pending and later records are dropped and counted, `onWriteError` is told once, and
+// nothing is thrown — the server's requests never depend on its recording.
 
 import type { FileHandle } from 'node:fs/promises';
 import { mkdir, open, unlink } from 'node:fs/promises';
@@ -46,6 +50,8 @@ export interface RecorderOptions extends RecorderLimits {
   readonly meta: Readonly<Record<string, unknown>>;
   /** KV block size of the prompt hashes in submit records (default 16; the scheduler's). */
   readonly blockSize?: number;
+  /** Called once, at the first write error after start (the recording has stopped). */
+  readonly onWriteError?: (err: Error) => void;
 }
 
 export const DEFAULT_RECORDER_LIMITS = { maxSegmentBytes: 16 * 1024 * 1024, maxSegments: 8, flushMs: 1000, maxPendingRecords: 100_000 } as const;
@@ -76,12 +82,16 @@ export class Recorder implements RunListener {
   #timer: NodeJS.Timeout | null = null;
   #closed = false;
   #closing: Promise<void> | null = null;
+  /** The write error that stopped the recording; null while it records. */
+  #writeError: Error | null = null;
+  readonly #onWriteError: ((err: Error) => void) | undefined;
 
   private constructor(opts: RecorderOptions, runName: string, runDir: string) {
     this.#opts = { ...DEFAULT_RECORDER_LIMITS, ...definedOnly(opts) };
     checkLimits(this.#opts);
     this.#clock = opts.clock;
     this.#blockSize = opts.blockSize ?? 16;
+    this.#onWriteError = opts.onWriteError;
     this.runName = runName;
     this.runDir = runDir;
     this.#header = { t: 'header', format: RECORDING_FORMAT, v: RECORDING_VERSION, run: runName, startedAt: new Date().toISOString(), clockAtStartMs: opts.clock.nowMs(), version: opts.version, meta: opts.meta };
@@ -119,6 +129,16 @@ export class Recorder implements RunListener {
     return this.#numDropped;
   }
 
+  /** The write error that stopped the recording (its message names the errno), or null. */
+  get writeError(): string | null {
+    return this.#writeError?.message ?? null;
+  }
+
+  /** Whether records are still being written (false once closed or stopped by a write error). */
+  get recording(): boolean {
+    return !this.#closed && this.#writeError === null;
+  }
+
   readonly step = (r: StepRecord): void => this.#push(stepLine(r));
   readonly submitted = (req: Request): void => {
     if (!this.#closed) this.#push(submitLine(req, this.#clock.nowMs(), this.#blockSize));
@@ -129,7 +149,7 @@ export class Recorder implements RunListener {
 
   /** Write what is pending (resolves when it is on disk). Flushes run one at a time, in order. */
   flush(): Promise<void> {
-    this.#flushing = this.#flushing.then(() => this.#write());
+    this.#flushing = this.#flushing.then(() => this.#write()).catch((err: unknown) => this.#fail(err));
     return this.#flushing;
   }
 
@@ -145,13 +165,27 @@ export class Recorder implements RunListener {
     await this.flush();
     this.#pending.push({ t: 'end', at: Math.round(this.#clock.nowMs() * 1000) / 1000, dropped: this.#numDropped });
     await this.flush();
-    await this.#file?.close();
+    const file = this.#file;
     this.#file = null;
+    await file?.close().catch((err: unknown) => this.#fail(err));
+  }
+
+  /** The first write error stops the recording; later ones (the same full disk) say nothing new. */
+  async #fail(err: unknown): Promise<void> {
+    if (this.#writeError !== null) return;
+    this.#writeError = err instanceof Error ? err : new Error(String(err));
+    if (this.#timer !== null) clearInterval(this.#timer);
+    this.#numDropped += this.#pending.length;
+    this.#pending = [];
+    const file = this.#file;
+    this.#file = null;
+    await file?.close().catch(() => undefined);
+    this.#onWriteError?.(this.#writeError);
   }
 
   #push(line: RecordLine): void {
     if (this.#closed) return;
-    if (this.#pending.length >= this.#opts.maxPendingRecords) {
+    if (this.#writeError !== null || this.#pending.length >= this.#opts.maxPendingRecords) {
       this.#numDropped++;
       return;
     }
@@ -162,33 +196,39 @@ export class Recorder implements RunListener {
     if (this.#pending.length === 0 || this.#file === null) return;
     const lines = this.#pending;
     this.#pending = [];
-    const max = this.#opts.maxSegmentBytes;
-    let chunk = '';
-    let chunkBytes = 0;
-    for (const line of lines) {
-      const text = `${JSON.stringify(line)}\n`;
-      const bytes = Buffer.byteLength(text);
-      if (this.#headerBytes() + bytes > max) {
-        this.#numDropped++;
-        continue;
+    const written0 = this.#numWritten;
+    try {
+      const max = this.#opts.maxSegmentBytes;
+      let chunk = '';
+      let chunkBytes = 0;
+      let chunkLines = 0;
+      for (const line of lines) {
+        const text = `${JSON.stringify(line)}\n`;
+        const bytes = Buffer.byteLength(text);
+        if (this.#headerBytes() + bytes > max) continue; // could never fit: dropped
+        if (this.#segmentBytes + chunkBytes + bytes > max) {
+          await this.#append(chunk, chunkBytes, chunkLines);
+          chunk = '';
+          chunkBytes = 0;
+          chunkLines = 0;
+          await this.#rotate();
+        }
+        chunk += text;
+        chunkBytes += bytes;
+        chunkLines++;
       }
-      if (this.#segmentBytes + chunkBytes + bytes > max) {
-        await this.#append(chunk, chunkBytes);
-        chunk = '';
-        chunkBytes = 0;
-        await this.#rotate();
-      }
-      chunk += text;
-      chunkBytes += bytes;
-      this.#numWritten++;
+      await this.#append(chunk, chunkBytes, chunkLines);
+    } finally {
+      // On a write error, what this flush did not write is dropped too.
+      this.#numDropped += lines.length - (this.#numWritten - written0);
     }
-    await this.#append(chunk, chunkBytes);
   }
 
-  async #append(text: string, bytes: number): Promise<void> {
+  async #append(text: string, bytes: number, numLines: number): Promise<void> {
     if (bytes === 0 || this.#file === null) return;
     await this.#file.write(text);
     this.#segmentBytes += bytes;
+    this.#numWritten += numLines;
   }
 
   async #rotate(): Promise<void> {
