@@ -18,7 +18,8 @@
 # arms then set it to 0, as they ran before; conformal-80-headroom-queue-warm and online-95-headroom-warm likewise);
 # conformal-95-aci-headroom (ACI calibration instead of the rolling window, with the shortcut). Without ARTIFACT the
 # conformal arms use the online baseline from a cold start; online-95-headroom(-warm) always does (online-95-headroom-warm is
-# what `headroom serve` runs with no flags: the online baseline, rolling calibration, the shortcut, keep-warm).
+# what `headroom serve` runs with no flags: the online baseline, rolling calibration, the shortcut, keep-warm);
+# online-95-headroom-warm-selftrain is that with --admission-self-train on.
 # Output: $OUT/rate-<r>/<arm>/... with one seed, $OUT/seed-<s>/rate-<r>/<arm>/... with several;
 # each run folder holds records.parquet, meta.json, summary.json, stats.json, trace.jsonl, server.log.
 set -euo pipefail
@@ -48,6 +49,7 @@ declare -A flags=(
   [conformal-80-headroom-queue]="--admission conformal --admission-guarantee 0.8 --admission-headroom on --admission-headroom-queue on $extra --admission-keep-warm-ms 0"
   [conformal-80-headroom-queue-warm]="--admission conformal --admission-guarantee 0.8 --admission-headroom on --admission-headroom-queue on --admission-keep-warm-ms 20 $extra"
   [online-95-headroom-warm]="--admission conformal --admission-guarantee 0.95 --admission-headroom on --admission-headroom-queue on --admission-keep-warm-ms 20"
+  [online-95-headroom-warm-selftrain]="--admission conformal --admission-guarantee 0.95 --admission-headroom on --admission-headroom-queue on --admission-keep-warm-ms 20 --admission-self-train on"
   [online-95-headroom]="--admission conformal --admission-guarantee 0.95 --admission-headroom on --admission-headroom-queue on --admission-keep-warm-ms 0"
   [conformal-95-aci-headroom]="--admission conformal --admission-guarantee 0.95 --admission-calibration aci --admission-headroom on --admission-headroom-queue off $extra --admission-keep-warm-ms 0"
 )

@@ -40,7 +40,7 @@ export interface SelfTrainerOptions {
   readonly quantile: number;
   /** Outcomes kept; 2,000 by default. */
   readonly ringSize?: number;
-  /** Outcomes before the first training; 300 by default. */
+  /** Outcomes before the first training; 200 by default (134 to fit, 66 to calibrate: a 95% guarantee needs 19). */
   readonly minRows?: number;
   /** Outcomes between two trainings; 500 by default. */
   readonly retrainEvery?: number;
@@ -89,7 +89,7 @@ export class SelfTrainer {
       calibration: o.calibration,
       quantile: o.quantile,
       ringSize,
-      minRows: o.minRows ?? 300,
+      minRows: o.minRows ?? 200,
       retrainEvery: o.retrainEvery ?? 500,
       heldOutShare: o.heldOutShare ?? 1 / 3,
       driftTolerance: o.driftTolerance ?? 0.03,

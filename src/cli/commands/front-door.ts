@@ -5,6 +5,7 @@
 // SIGTERM/SIGINT drains, a second exits at once). Values are checked here, once, and a bad one is
 // a StartupError naming the flag.
 
+import { open } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import { KeyRing } from '../../api/auth.ts';
@@ -158,6 +159,30 @@ function namingFlags<T>(build: () => T): T {
     const keys = Object.keys(serverConfig());
     const message = (err as Error).message.replace(/^config: /, '').replace(/\b[a-z]+[A-Z]\w*\b/g, (w) => (keys.includes(w) ? `--${FLAG_OF_KEY[w] ?? w.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}` : w));
     throw new StartupError(message, { cause: err });
+  }
+}
+
+/** --otel-endpoint as given, once it is an http(s) URL (an exporter given anything else never connects, silently). */
+export function otelEndpointOf(f: ServerFlags): { otelEndpoint?: string } {
+  const v = f.otelEndpoint;
+  if (v === undefined) return {};
+  let url: URL | null = null;
+  try {
+    url = new URL(v);
+  } catch {
+    url = null;
+  }
+  if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw new StartupError(`--otel-endpoint: expected an http(s) URL of an OTLP/HTTP collector, got '${v}'`);
+  return { otelEndpoint: v };
+}
+
+/** --trace-out must be a file this process can append to (the writer opens it after the port is bound). */
+export async function checkTraceOut(file: string | undefined): Promise<void> {
+  if (file === undefined) return;
+  try {
+    await (await open(file, 'a')).close();
+  } catch (err) {
+    throw new StartupError(`--trace-out: cannot append to ${file} (${(err as NodeJS.ErrnoException).code ?? String(err)})`, { cause: err });
   }
 }
 

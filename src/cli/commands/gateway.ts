@@ -13,7 +13,7 @@ import type { Gateway } from '../../gateway.ts';
 import { EXIT_CODES, StartupError, startupErrorLine } from '../startup-errors.ts';
 import { effectiveConfig, originNote } from '../config.ts';
 import { debugEnabled } from '../user-error.ts';
-import { addFlowOptions, addServerOptions, flowOption, int, keysOf, nonNegativeInt, number, onSignals, serverConfigOf } from './front-door.ts';
+import { addFlowOptions, addServerOptions, checkTraceOut, flowOption, int, keysOf, nonNegativeInt, number, onSignals, otelEndpointOf, serverConfigOf } from './front-door.ts';
 import type { FlowFlags, ServerFlags } from './front-door.ts';
 import { addAdmissionOptions, admissionBase } from './admission-options.ts';
 import type { AdmissionFlags } from './admission-options.ts';
@@ -136,6 +136,7 @@ async function build(f: GatewayFlags, config: EffectiveConfig): Promise<Gateway>
     throw new StartupError((err as Error).message, { cause: err });
   }
   if (!access.verify) console.error("headroom: warning: --upstream-tls-verify off: https upstreams' certificates are not checked; anyone on the path can read and answer the gateway's requests");
+  await checkTraceOut(f.traceOut);
   const options = {
     upstreams: f.upstream,
     access,
@@ -168,7 +169,7 @@ async function build(f: GatewayFlags, config: EffectiveConfig): Promise<Gateway>
       idleTimeoutMs: positiveInt('upstream-idle-timeout-ms', f.upstreamIdleTimeoutMs),
       maxEventBytes: positiveInt('upstream-max-event-bytes', f.upstreamMaxEventBytes),
     },
-    obs: { metrics: f.metrics, ...(f.otelEndpoint === undefined ? {} : { otelEndpoint: f.otelEndpoint }) },
+    obs: { metrics: f.metrics, ...otelEndpointOf(f) },
     keys: keysOf(f),
     ...flowOption(f),
     admission: await admissionConfig(f),
@@ -191,7 +192,7 @@ async function admissionConfig(f: GatewayFlags): Promise<AdmissionConfig> {
     if (f.admissionCalibrationTraces !== undefined) throw new StartupError('--admission-calibration-traces: needs --admission-artifact (the online baseline has no predictions for them)');
     return base;
   }
-  if (!existsSync(f.admissionArtifact)) throw new StartupError(`admission artifact not found: ${f.admissionArtifact}`);
+  if (!existsSync(f.admissionArtifact)) throw new StartupError(`--admission-artifact: file not found: ${f.admissionArtifact}`);
   if (f.admissionCalibrationTraces !== undefined && !existsSync(f.admissionCalibrationTraces)) throw new StartupError(`--admission-calibration-traces: not found: ${f.admissionCalibrationTraces}`);
   const { machineIdentity } = await import('../../admission/provenance.ts');
   return {

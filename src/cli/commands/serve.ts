@@ -7,7 +7,7 @@
 
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { access, constants, mkdir, open, stat } from 'node:fs/promises';
+import { access, constants, mkdir, stat } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import type { Headroom } from '../../app.ts';
@@ -21,7 +21,7 @@ import { DEFAULT_RECORDER_LIMITS, MIN_SEGMENT_BYTES } from '../../obs/recorder/r
 import type { EffectiveConfig } from '../config.ts';
 import { effectiveConfig, originNote } from '../config.ts';
 import { debugEnabled } from '../user-error.ts';
-import { addFlowOptions, addServerOptions, flowOption, int, keysOf, nonNegativeInt, number, onSignals, serverConfigOf } from './front-door.ts';
+import { addFlowOptions, addServerOptions, checkTraceOut, flowOption, int, keysOf, nonNegativeInt, number, onSignals, otelEndpointOf, serverConfigOf } from './front-door.ts';
 import type { FlowFlags, ServerFlags } from './front-door.ts';
 import { addAdmissionOptions, admissionBase } from './admission-options.ts';
 import type { AdmissionFlags } from './admission-options.ts';
@@ -183,15 +183,6 @@ function inlineStepMs(f: ServeFlags): number {
   return ms;
 }
 
-/** --trace-out must be a file this process can append to (the writer opens it after the port is bound). */
-async function checkTraceOut(file: string): Promise<void> {
-  try {
-    await (await open(file, 'a')).close();
-  } catch (err) {
-    throw new StartupError(`--trace-out: cannot append to ${file} (${(err as NodeJS.ErrnoException).code ?? String(err)})`, { cause: err });
-  }
-}
-
 /** Steps up to this long run inline by default: a decode step of the tiny or small model (docs/per-token.md §10). */
 const DEFAULT_INLINE_STEP_MS = 5;
 
@@ -217,7 +208,7 @@ async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> 
     promptSpecialAsText: f.promptSpecial === 'text',
   };
   const admission = await admissionConfig(f);
-  if (f.traceOut !== undefined) await checkTraceOut(f.traceOut);
+  await checkTraceOut(f.traceOut);
   const record = await recordOption(f);
   const dashboardRuns = await dashboardRunsOption(f.dashboardRuns ?? []);
   // Imported here, after the flags are checked: `--help` and a bad flag never load the server and OpenTelemetry.
@@ -252,7 +243,7 @@ async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> 
     },
     maxQueuedRequests: int('max-queued', f.maxQueued),
     overlapDispatch: f.overlapDispatch === 'on',
-    obs: { metrics: f.metrics, ...(f.otelEndpoint === undefined ? {} : { otelEndpoint: f.otelEndpoint }) },
+    obs: { metrics: f.metrics, ...otelEndpointOf(f) },
     ...(f.traceOut === undefined ? {} : { traceOut: f.traceOut }),
     admission,
     keys,
