@@ -21,6 +21,7 @@ import { DEFAULT_RECORDER_LIMITS, MIN_SEGMENT_BYTES } from '../../obs/recorder/r
 import type { EffectiveConfig } from '../config.ts';
 import { effectiveConfig, originNote } from '../config.ts';
 import { debugEnabled } from '../user-error.ts';
+import { prepareWritableDir } from '../writable-dir.ts';
 import { addFlowOptions, addServerOptions, checkTraceOut, flowOption, int, keysOf, nonNegativeInt, number, onSignals, otelEndpointOf, serverConfigOf } from './front-door.ts';
 import type { FlowFlags, ServerFlags } from './front-door.ts';
 import { addAdmissionOptions, admissionBase } from './admission-options.ts';
@@ -263,7 +264,7 @@ async function build(f: ServeFlags, config: EffectiveConfig): Promise<Headroom> 
   });
 }
 
-/** --record: the directory is created if missing and must be writable, else startup fails naming the flag. */
+/** --record: the directory is created if missing and must be writable, on an ordinary filesystem, else startup fails naming the flag (writable-dir.ts). */
 async function recordOption(f: ServeFlags): Promise<{ dir: string; maxSegmentBytes: number; maxSegments: number } | undefined> {
   const maxSegmentBytes = int('record-max-bytes', f.recordMaxBytes);
   if (maxSegmentBytes < MIN_SEGMENT_BYTES) throw new StartupError(`--record-max-bytes: expected at least ${MIN_SEGMENT_BYTES} bytes, got '${f.recordMaxBytes}'`);
@@ -272,15 +273,7 @@ async function recordOption(f: ServeFlags): Promise<{ dir: string; maxSegmentByt
   if (f.record === undefined) return undefined;
   const dir = f.record;
   if (dir.trim() === '') throw new StartupError("--record: expected a directory, got ''");
-  try {
-    await mkdir(dir, { recursive: true });
-    if (!(await stat(dir)).isDirectory()) throw new Error('not a directory');
-    await access(dir, constants.W_OK);
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    const why = e.code === 'EEXIST' || e.code === 'ENOTDIR' || e.message === 'not a directory' ? 'it is not a directory' : e.code === 'EACCES' || e.code === 'EPERM' ? 'no permission to write there' : (e.code ?? e.message);
-    throw new StartupError(`--record: cannot record to ${dir}: ${why}`, { cause: err });
-  }
+  await prepareWritableDir(dir, '--record: cannot record to');
   return { dir, maxSegmentBytes, maxSegments };
 }
 
