@@ -9,6 +9,7 @@
 
 import type { Refusal } from '../backend/refusal.ts';
 import type { FlowState } from './flow-core.ts';
+import { parseBand } from './priority.ts';
 
 export type Role = 'user' | 'operator';
 
@@ -91,7 +92,8 @@ export const noFlowControl: FlowControl = {
   name: 'off',
   numBands: 1,
   needsTokens: false,
-  band: () => 0,
+  // One band: a well-formed number is ignored (a gateway with bands forwards the header), a malformed one is still a 400.
+  band: (header) => (header === undefined ? 0 : (parseBand(header), 0)),
   acquire: () => ({ ok: true, ticket: NO_TICKET }),
   state: () => ({ inFlight: { requests: 0, inputTokens: 0, totalTokens: 0 }, queued: [0], drainPerS: 0 }),
   onDecision: () => undefined,

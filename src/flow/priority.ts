@@ -18,10 +18,22 @@ export function parseBandShares(text: string): number[] {
 /** The band a header asks for: absent → the top band; an integer in [0, numBands − 1]; else a 400. */
 export function bandOf(header: string | string[] | undefined, numBands: number): number {
   if (header === undefined) return numBands - 1;
-  const v = (Array.isArray(header) ? header.join(',') : header).trim();
-  const n = Number(v);
-  if (v === '' || !Number.isInteger(n) || n < 0 || n >= numBands) {
-    throw new ApiError('invalid_value', `${PRIORITY_HEADER} must be an integer from 0 to ${numBands - 1} (higher first); got '${v.slice(0, 40)}'.`, { param: PRIORITY_HEADER });
-  }
+  const n = parseBand(header);
+  if (n >= numBands) throw badBand(header, `from 0 to ${numBands - 1}`);
   return n;
+}
+
+/**
+ * The band number a present header names, whatever bands exist: decimal digits only (no sign,
+ * exponent, hex or spaces inside), else a 400. Without flow control the number is then ignored.
+ */
+export function parseBand(header: string | string[]): number {
+  const v = (Array.isArray(header) ? header.join(',') : header).trim();
+  if (!/^[0-9]{1,9}$/.test(v)) throw badBand(header, 'a whole number from 0');
+  return Number(v);
+}
+
+function badBand(header: string | string[], range: string): ApiError {
+  const v = (Array.isArray(header) ? header.join(',') : header).trim();
+  return new ApiError('invalid_value', `${PRIORITY_HEADER} must be an integer ${range} (higher first); got '${v.slice(0, 40)}'.`, { param: PRIORITY_HEADER });
 }
