@@ -6,8 +6,8 @@
 // the drain deadline cuts requests); a second signal during the drain exits at once (3).
 
 import { existsSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { access, constants, mkdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { stat } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import type { Headroom } from '../../app.ts';
@@ -277,20 +277,6 @@ async function recordOption(f: ServeFlags): Promise<{ dir: string; maxSegmentByt
   return { dir, maxSegmentBytes, maxSegments };
 }
 
-/** --admission-state: a directory this process can create and write (a special filesystem is refused: Node 20's recursive mkdir never returns on /proc). */
-async function stateDirectory(dir: string): Promise<void> {
-  const full = resolve(dir);
-  if (dir.trim() === '' || /^\/(proc|sys|dev)(\/|$)/.test(full)) throw new StartupError(`--admission-state: cannot keep state in '${dir}': not a directory on a regular filesystem`);
-  try {
-    await mkdir(full, { recursive: true });
-    if (!(await stat(full)).isDirectory()) throw new Error('not a directory');
-    await access(full, constants.W_OK);
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    throw new StartupError(`--admission-state: cannot keep state in ${dir}: ${e.code === 'EEXIST' || e.code === 'ENOTDIR' || e.message === 'not a directory' ? 'it is not a directory' : (e.code ?? e.message)}`, { cause: err });
-  }
-}
-
 async function dashboardRunsOption(dirs: readonly string[]): Promise<string[]> {
   for (const dir of dirs) {
     const ok = await stat(dir).then((s) => s.isDirectory(), () => false);
@@ -305,7 +291,7 @@ async function admissionConfig(f: ServeFlags): Promise<AdmissionConfig> {
   const modelSha256 = async (): Promise<string> => (modelPath === null ? 'mock' : existsSync(modelPath) ? await fileSha256(modelPath) : 'unknown');
   let state: AdmissionConfig['state'];
   if (f.admissionState !== undefined && f.admission !== 'off') {
-    await stateDirectory(f.admissionState);
+    await prepareWritableDir(f.admissionState, '--admission-state: cannot keep state in');
     state = { dir: f.admissionState, runner: f.runner, modelSha256: await modelSha256(), machine: machineIdentity() };
   }
   if (f.admissionArtifact === undefined) {
