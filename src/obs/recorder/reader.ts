@@ -1,11 +1,13 @@
 // Reads a flight recording back: every segment of a run folder, oldest first, into plain arrays.
 // A segment's last line may be cut short (the process died mid-write): it is skipped and counted;
-// any other line that is not a record is an error naming the file and line.
+// any other line that is not a well-formed record (validate.ts: every field of its type) is an
+// error naming the file, the line and the field.
 
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DecisionLine, DoneLine, EndLine, HeaderLine, RecordLine, RefusedLine, StepLine, SubmitLine } from './format.ts';
 import { RECORDING_FORMAT } from './format.ts';
+import { recordProblem } from './validate.ts';
 
 export interface Recording {
   /** The header of the oldest segment kept. */
@@ -61,6 +63,8 @@ export async function readRecording(dir: string): Promise<Recording> {
         }
         throw new Error(`${join(dir, f)}:${li + 1}: not a JSON record`);
       }
+      const problem = recordProblem(line);
+      if (problem !== null) throw new Error(`${join(dir, f)}:${li + 1}: ${problem}`);
       switch (line.t) {
         case 'header':
           if ((line.format as string) !== RECORDING_FORMAT) throw new Error(`${join(dir, f)}: format ${JSON.stringify(line.format)}, expected '${RECORDING_FORMAT}'`);
