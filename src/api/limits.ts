@@ -60,11 +60,11 @@ export function checkPromptSize(info: SizeFacts, text: string, maxTokens: number
   refuseIfOver(info.contextTokens, minTokens(info, Buffer.byteLength(text, 'utf8')), maxTokens, 'prompt', 'the prompt');
 }
 
-/** Before validating a chat body: the message count alone (so 30,000 messages cost no schema work). */
-export function checkMessageCount(info: SizeFacts, raw: unknown): void {
-  const messages = typeof raw === 'object' && raw !== null ? (raw as { messages?: unknown }).messages : undefined;
+/** Before validating a body: the message count alone (so 30,000 messages cost no schema work); `field` holds them (chat `messages`, Responses `input`). */
+export function checkMessageCount(info: SizeFacts, raw: unknown, field: 'messages' | 'input' = 'messages'): void {
+  const messages = typeof raw === 'object' && raw !== null ? (raw as Record<string, unknown>)[field] : undefined;
   if (!Array.isArray(messages)) return;
-  refuseIfOver(info.contextTokens, minTokens(info, Math.max(0, messages.length - 2) * info.templateBytesPerMessage), null, 'messages', `a conversation of ${messages.length} messages`);
+  refuseIfOver(info.contextTokens, minTokens(info, Math.max(0, messages.length - 2) * info.templateBytesPerMessage), null, field, `a conversation of ${messages.length} messages`);
 }
 
 /**

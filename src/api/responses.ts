@@ -27,7 +27,8 @@ export const responsesSurface: Surface = {
   idPrefix: 'resp',
   parse(raw: unknown, models: readonly string[], size: SizeFacts): SurfaceRequest {
     const input = typeof raw === 'object' && raw !== null ? (raw as { input?: unknown }).input : undefined;
-    checkMessageCount(size, { messages: input });
+    // Before renameError exists: named in Responses' own terms.
+    checkMessageCount(size, raw, 'input');
     refuseUnsupported('responses', raw);
     refuseNonTextInput(input);
     const body = parseBody(responsesBody, raw);
