@@ -9,6 +9,11 @@
 //   open ≥ hard            the oldest overflow socket is closed to make room, so a new probe is
 //                          still answered while a flood goes on (the flood only evicts itself)
 //
+// No connection is closed unanswered: one closed before anything was written to it (evicted,
+// refused at the hard bound, or idle past OVERFLOW_IDLE_MS) first gets a raw 503
+// too_many_connections with Retry-After; each is counted, and a log line at most every
+// LOG_EVERY_MS says how many (a 2,000-connection burst is one line, not 2,000).
+//
 // soft = maxConnections (also per client address: maxConnectionsPerAddress), hard = soft +
 // reserve, and both are lowered to stay FD_MARGIN descriptors below the process's open-file
 // limit (RLIMIT_NOFILE, read from /proc/self/limits), which the model, logs and pipes also use.
@@ -23,6 +28,7 @@ const FD_MARGIN = 64;
 /** Overflow connections allowed past the soft bound, for probes and for clear refusals. */
 const OVERFLOW_RESERVE = 64;
 const OVERFLOW_IDLE_MS = 1000;
+const LOG_EVERY_MS = 10_000;
 
 export interface ConnectionLimits {
   readonly maxConnections: number;
@@ -41,6 +47,8 @@ export interface ConnectionStats {
   readonly numEvicted: number;
   /** Overflow connections closed after OVERFLOW_IDLE_MS without a byte written to them (no request came, or not all of it). */
   readonly numIdleClosed: number;
+  /** Connections closed with a raw 503 too_many_connections before anything else was written to them. */
+  readonly numRefusedRaw: number;
 }
 
 export class ConnectionGuard {
@@ -54,6 +62,11 @@ export class ConnectionGuard {
   #numOverflow = 0;
   #numEvicted = 0;
   #numIdleClosed = 0;
+  #numRefusedRaw = 0;
+  #log: ((msg: string) => void) | null = null;
+  #lastLogMs = -Infinity;
+  #loggedRefused = 0;
+  #rawRefusal = '';
 
   constructor(limits: ConnectionLimits) {
     for (const k of ['maxConnections', 'maxConnectionsPerAddress'] as const) {
@@ -65,7 +78,12 @@ export class ConnectionGuard {
     this.#perAddress = Math.min(limits.maxConnectionsPerAddress, this.#soft);
   }
 
-  attach(server: Server): void {
+  /** `log` gets one line at most every LOG_EVERY_MS while connections are refused; `retryAfterS` goes into those refusals. */
+  attach(server: Server, log?: (msg: string) => void, retryAfterS = 1): void {
+    this.#log = log ?? null;
+    const e = this.refusal(retryAfterS);
+    const body = JSON.stringify({ error: { message: e.message, type: 'overloaded_error', param: null, code: 'too_many_connections' } });
+    this.#rawRefusal = `HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json; charset=utf-8\r\nretry-after: ${retryAfterS}\r\nconnection: close\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
     server.on('connection', (socket: Socket) => this.#onConnection(socket));
   }
 
@@ -79,7 +97,29 @@ export class ConnectionGuard {
   }
 
   stats(): ConnectionStats {
-    return { numOpen: this.#numOpen, softLimit: this.#soft, hardLimit: this.#hard, numOverflow: this.#numOverflow, numEvicted: this.#numEvicted, numIdleClosed: this.#numIdleClosed };
+    return { numOpen: this.#numOpen, softLimit: this.#soft, hardLimit: this.#hard, numOverflow: this.#numOverflow, numEvicted: this.#numEvicted, numIdleClosed: this.#numIdleClosed, numRefusedRaw: this.#numRefusedRaw };
+  }
+
+  /** Close a socket the guard gives up on: a raw 503 first when nothing was written to it yet. */
+  #close(socket: Socket): void {
+    if (socket.bytesWritten === 0 && socket.writable && this.#rawRefusal !== '') {
+      this.#numRefusedRaw++;
+      socket.end(this.#rawRefusal);
+      // A peer that never reads must not keep it: gone a second later whatever it does.
+      setTimeout(() => socket.destroy(), OVERFLOW_IDLE_MS).unref();
+      this.#maybeLog();
+    } else {
+      socket.destroy();
+    }
+  }
+
+  #maybeLog(): void {
+    const now = performance.now();
+    if (this.#log === null || now - this.#lastLogMs < LOG_EVERY_MS) return;
+    this.#lastLogMs = now;
+    const n = this.#numRefusedRaw - this.#loggedRefused;
+    this.#loggedRefused = this.#numRefusedRaw;
+    this.#log(`connections: ${n} refused with 503 too_many_connections since the last such line (${this.#numOpen} open; bounds ${this.#soft} served, ${this.#hard} in all)`);
   }
 
   #onConnection(socket: Socket): void {
@@ -88,11 +128,11 @@ export class ConnectionGuard {
       this.#numEvicted++;
       if (oldest.done === true) {
         // Evicted sockets whose 'close' has not run yet still count: refuse this one instead.
-        socket.destroy();
+        this.#close(socket);
         return;
       }
       this.#overflow.delete(oldest.value);
-      oldest.value.destroy();
+      this.#close(oldest.value);
     }
     const address = socket.remoteAddress ?? '?';
     const fromAddress = this.#byAddress.get(address) ?? 0;
@@ -108,11 +148,16 @@ export class ConnectionGuard {
     if (this.#numOpen > this.#soft || fromAddress >= this.#perAddress) {
       this.#numOverflow++;
       this.#overflow.add(socket);
-      socket.setTimeout(OVERFLOW_IDLE_MS, () => {
-        // Closed without an answer: counted, as evictions are (the client sees a close or a reset).
+      // Our own idle timer, not socket.setTimeout: on a socket's 'timeout' the HTTP server destroys
+      // it first, unanswered. Each byte the client sends restarts it.
+      const idle = setTimeout(() => {
+        // Nothing asked of it in time: counted, and refused with a 503 when nothing was answered yet.
         if (socket.bytesWritten === 0) this.#numIdleClosed++;
-        socket.destroy();
-      });
+        this.#close(socket);
+      }, OVERFLOW_IDLE_MS);
+      idle.unref();
+      socket.on('data', () => idle.refresh());
+      socket.once('close', () => clearTimeout(idle));
     }
   }
 }

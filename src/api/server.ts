@@ -146,7 +146,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
       sendError(req, reply, new ApiError('bad_request', `The request could not be routed: ${err.message}`));
     },
   });
-  deps.connections.attach(app.server);
+  deps.connections.attach(app.server, (msg) => app.log.warn(msg), config.retryAfterS);
   const probes = deps.probes ?? null;
   probes?.attach(app);
   app.decorateRequest('facts', null as unknown as FastifyRequest['facts']);

@@ -154,8 +154,8 @@ test('one address past its own bound is refused with 503 while the total bound h
     const h = await request(`${perAddress.url}/health`, { reset: true });
     assert.equal(h.statusCode, 200);
     await h.body.dump();
-    // A connection past the bound that sends nothing is closed after a second, unanswered, and counted
-    // (before the 10 s headers timeout could answer it with a 408).
+    // A connection past the bound that sends nothing is refused after a second with a raw 503, and
+    // counted (before the 10 s headers timeout could answer it with a 408): never closed unanswered.
     const idleBefore = perAddress.headroom.connections.stats().numIdleClosed;
     const silent = await new Promise<{ afterMs: number; received: string }>((resolve) => {
       const s = connect(p, '127.0.0.1');
@@ -165,11 +165,45 @@ test('one address past its own bound is refused with 503 while the total bound h
       s.on('error', () => undefined);
       s.on('close', () => resolve({ afterMs: performance.now() - t0, received }));
     });
-    assert.equal(silent.received, '');
+    assert.match(silent.received, /^HTTP\/1\.1 503 Service Unavailable\r\n[^]*retry-after: 1\r\n[^]*"code":"too_many_connections"/);
     assert.ok(silent.afterMs >= 900 && silent.afterMs < 9000, `closed after ${silent.afterMs.toFixed(0)} ms`);
     assert.equal(perAddress.headroom.connections.stats().numIdleClosed, idleBefore + 1);
+    assert.ok(perAddress.headroom.connections.stats().numRefusedRaw >= 1);
   } finally {
     for (const s of holders) s.destroy();
     await perAddress.close();
+  }
+});
+
+test('a burst past the hard bound: every connection the server gives up on is answered 503 before it closes, and counted', async () => {
+  const burst = await startTestServer({ server: { maxConnections: 20, maxConnectionsPerAddress: 20 } });
+  const p = Number(new URL(burst.url).port);
+  const { hardLimit } = burst.headroom.connections.stats();
+  const numSockets = 300;
+  const sockets: Socket[] = [];
+  try {
+    // Each sends the start of a request and nothing more: the first 20 hold their slots, the rest
+    // are overflow — evicted by newer ones past the hard bound, or refused when idle.
+    const outcomes = await Promise.all(Array.from({ length: numSockets }, () => new Promise<{ received: string; closed: boolean }>((resolve) => {
+      let received = '';
+      const s = connect(p, '127.0.0.1', () => s.write('POST /v1/completions HTTP/1.1\r\nHost: x\r\n'));
+      sockets.push(s);
+      s.on('data', (b) => (received += b.toString('latin1')));
+      s.on('error', () => undefined);
+      s.on('close', () => resolve({ received, closed: true }));
+      // The served ones never close on their own within the test: settle them after the others.
+      setTimeout(() => resolve({ received, closed: false }), 5000).unref();
+    })));
+    const closed = outcomes.filter((o) => o.closed);
+    assert.ok(closed.length >= numSockets - hardLimit, `${closed.length} of ${numSockets} closed (hard bound ${hardLimit})`);
+    const unanswered = closed.filter((o) => !/^HTTP\/1\.1 503 /.test(o.received));
+    assert.equal(unanswered.length, 0, `closed without an answer: ${unanswered.length} (e.g. ${JSON.stringify(unanswered[0]?.received ?? '')})`);
+    for (const o of closed) assert.match(o.received, /"code":"too_many_connections"/);
+    const stats = burst.headroom.connections.stats();
+    assert.equal(stats.numRefusedRaw, closed.length, 'each refusal counted');
+    assert.ok(stats.numEvicted > 0, 'the hard bound was reached');
+  } finally {
+    for (const s of sockets) s.destroy();
+    await burst.close();
   }
 });
