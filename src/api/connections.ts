@@ -104,9 +104,10 @@ export class ConnectionGuard {
   #close(socket: Socket): void {
     if (socket.bytesWritten === 0 && socket.writable && this.#rawRefusal !== '') {
       this.#numRefusedRaw++;
-      socket.end(this.#rawRefusal);
-      // A peer that never reads must not keep it: gone a second later whatever it does.
-      setTimeout(() => socket.destroy(), OVERFLOW_IDLE_MS).unref();
+      // Into the kernel's send buffer, then the descriptor is released at once: under a flood a
+      // socket left to linger holds the descriptor the next accept() needs (and libuv answers a
+      // failed accept by closing that connection unanswered).
+      socket.write(this.#rawRefusal, () => socket.destroy());
       this.#maybeLog();
     } else {
       socket.destroy();
