@@ -36,7 +36,7 @@ export class BoundModel {
     this.#calibrator = calibrator;
   }
 
-  /** The base prediction of this model's current predictor (for the self-trainer's comparison); null as predict(). */
+  /** The predictor in place now (the self-trainer compares a new one against it on held-out outcomes). */
   get base(): BasePredictor {
     return this.#base;
   }

@@ -6,15 +6,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createAdmissionController } from '../../src/admission/factory.ts';
 import type { AdmissionContext } from '../../src/admission/controller.ts';
-import { FEATURE_NAMES, type FeatureName } from '../../src/admission/features.ts';
+import { warmFeatures as features } from '../helpers/admission-features.ts';
 import type { EngineSnapshot } from '../../src/engine/snapshot.ts';
 
-/** A warm engine: prefill at 2,000 tok/s, 10 ms steps. */
-function features(over: Partial<Record<FeatureName, number>>): Float64Array {
-  const base: Partial<Record<FeatureName, number>> = { prompt_tokens: 200, new_prefill_tokens: 200, max_tokens: 100, choices: 1, messages: 1, running: 2, step_ms_avg: 10, prefill_tokens_per_s: 2000, decode_tokens_per_s: 200 };
-  const all = { ...base, ...over };
-  return Float64Array.from(FEATURE_NAMES, (n) => all[n] ?? 0);
-}
 const ctx = (arrivalMs: number): AdmissionContext => ({ requestId: 'r', arrivalMs, sloMs: 4000, numPromptTokens: 200, numCachedTokens: 0, maxTokens: 100, n: 1, numMessages: 1, ttftBudgetMs: null });
 const busy = { maxSequences: 16, numRunning: 2, numWaiting: 10, waitingPromptTokens: 20_000, runningPromptTokens: 0, remainingDecodeTokens: 500, avgStepMs: 10, prefillTokensPerS: 2000, decodeTokensPerS: 200 } as EngineSnapshot;
 

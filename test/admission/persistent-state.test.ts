@@ -9,14 +9,11 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import type { AdmissionContext, AdmissionController } from '../../src/admission/controller.ts';
 import { createAdmissionController } from '../../src/admission/factory.ts';
-import { FEATURE_NAMES, type FeatureName } from '../../src/admission/features.ts';
+import { warmFeatures as features } from '../helpers/admission-features.ts';
 import type { EngineSnapshot } from '../../src/engine/snapshot.ts';
+import { cliEnv } from '../cli/run-cli.ts';
+import { spawnServe } from '../helpers/serve-process.ts';
 
-function features(over: Partial<Record<FeatureName, number>>): Float64Array {
-  const base: Partial<Record<FeatureName, number>> = { prompt_tokens: 200, new_prefill_tokens: 200, max_tokens: 100, choices: 1, messages: 1, running: 2, step_ms_avg: 10, prefill_tokens_per_s: 2000, decode_tokens_per_s: 200 };
-  const all = { ...base, ...over };
-  return Float64Array.from(FEATURE_NAMES, (n) => all[n] ?? 0);
-}
 const ctx = (arrivalMs: number): AdmissionContext => ({ requestId: 'r', arrivalMs, sloMs: 4000, numPromptTokens: 200, numCachedTokens: 0, maxTokens: 100, n: 1, numMessages: 1, ttftBudgetMs: null });
 const snap = { maxSequences: 16, numRunning: 2, numWaiting: 0, waitingPromptTokens: 0, runningPromptTokens: 0, remainingDecodeTokens: 50, avgStepMs: 10, prefillTokensPerS: 2000, decodeTokensPerS: 200 } as EngineSnapshot;
 type Calibration = { status: string; n: number; q: number | null };
@@ -95,29 +92,12 @@ test('a write error stops saving, logs one line, and the controller goes on deci
 });
 
 test('serve --admission-state: a restarted server starts calibrated from what it learned', async () => {
-  const { spawn } = await import('node:child_process');
-  const { cliEnv } = await import('../cli/run-cli.ts');
   const dir = mkdtempSync(join(tmpdir(), 'headroom-serve-state-'));
   const start = async (): Promise<{ url: string; stop: () => Promise<void>; out: () => string }> => {
-    const proc = spawn(process.execPath, ['bin/headroom.mjs', 'serve', '--runner', 'mock', '--host', '127.0.0.1', '--port', '0', '--admission-state', dir], { env: cliEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    proc.stdout.on('data', (b: Buffer) => (out += b.toString()));
-    proc.stderr.on('data', (b: Buffer) => (out += b.toString()));
-    const exited = new Promise<void>((r) => proc.on('exit', () => r()));
-    const url = await new Promise<string>((resolve, reject) => {
-      const check = setInterval(() => {
-        const m = /(http:\/\/127\.0\.0\.1:\d+)/.exec(out);
-        if (m !== null && /ready/.test(out)) {
-          clearInterval(check);
-          resolve(m[1]!);
-        }
-      }, 50);
-      void exited.then(() => {
-        clearInterval(check);
-        reject(new Error(`serve exited: ${out}`));
-      });
-    });
-    return { url, out: () => out, stop: async () => { proc.kill('SIGTERM'); await exited; } };
+    const p = spawnServe(['--runner', 'mock', '--host', '127.0.0.1', '--port', '0', '--admission-state', dir], cliEnv());
+    const url = (await p.waitFor(/listening at (http:\/\/127\.0\.0\.1:\d+)/))[1]!;
+    await p.waitFor(/ready/);
+    return { url, out: () => p.output(), stop: async () => { p.proc.kill('SIGTERM'); await p.exited; } };
   };
   const calibration = async (url: string) => ((await (await fetch(`${url}/stats`)).json()) as { admission: { e2e: { calibration: Calibration }; persistence: { start: string; numReplayed: number } } }).admission;
   try {

@@ -5,15 +5,10 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { AdmissionContext, AdmissionController } from '../../src/admission/controller.ts';
 import { createAdmissionController } from '../../src/admission/factory.ts';
-import { FEATURE_NAMES, type FeatureName } from '../../src/admission/features.ts';
+import { warmFeatures as features } from '../helpers/admission-features.ts';
 import { runTrainJob } from '../../src/admission/self-train/train-job.ts';
 import type { EngineSnapshot } from '../../src/engine/snapshot.ts';
 
-function features(over: Partial<Record<FeatureName, number>>): Float64Array {
-  const base: Partial<Record<FeatureName, number>> = { prompt_tokens: 200, new_prefill_tokens: 200, max_tokens: 100, choices: 1, messages: 1, running: 2, step_ms_avg: 10, prefill_tokens_per_s: 2000, decode_tokens_per_s: 200 };
-  const all = { ...base, ...over };
-  return Float64Array.from(FEATURE_NAMES, (n) => all[n] ?? 0);
-}
 const ctx = (arrivalMs: number): AdmissionContext => ({ requestId: 'r', arrivalMs, sloMs: 60_000, numPromptTokens: 200, numCachedTokens: 0, maxTokens: 100, n: 1, numMessages: 1, ttftBudgetMs: null });
 const snap = { maxSequences: 16, numRunning: 2, numWaiting: 0, waitingPromptTokens: 0, runningPromptTokens: 0, remainingDecodeTokens: 50, avgStepMs: 10, prefillTokensPerS: 2000, decodeTokensPerS: 200 } as EngineSnapshot;
 type SelfState = { numTrainings: number; numSwaps: number; numKept: number; training: boolean; lastSwap: { rows: number; heldOut: number; pinball: number; previousPinball: number | null } | null; lastError: string | null; coverageSinceSwap: number | null };

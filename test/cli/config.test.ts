@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { Command } from 'commander';
 import { applyConfig, effectiveConfig, prepareConfig } from '../../src/cli/config.ts';
+import { spawnHeadroom } from '../helpers/serve-process.ts';
 import { cliEnv, runCli } from './run-cli.ts';
 
 /** A program like main.ts builds, with one leaf command of every option kind. */
@@ -229,25 +230,9 @@ for (const source of ['env', 'file'] as const) {
       writeFileSync(file, JSON.stringify(lists));
       args.push('--config', file);
     }
-    const proc = spawn(process.execPath, ['bin/headroom.mjs', ...args], { env: cliEnv(extraEnv), stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    proc.stdout.on('data', (b: Buffer) => (out += b.toString()));
-    proc.stderr.on('data', (b: Buffer) => (out += b.toString()));
-    const exited = new Promise<number | null>((r) => proc.on('exit', (code) => r(code)));
+    const gateway = spawnHeadroom(args, cliEnv(extraEnv));
     try {
-      const url = await new Promise<string>((resolve, reject) => {
-        const check = setInterval(() => {
-          const m = /gateway for \S+ on (http:\/\/[\d.:]+); ready/.exec(out);
-          if (m !== null) {
-            clearInterval(check);
-            resolve(m[1]!);
-          }
-        }, 50);
-        void exited.then(() => {
-          clearInterval(check);
-          reject(new Error(`gateway exited: ${out}`));
-        });
-      });
+      const url = (await gateway.waitFor(/gateway for \S+ on (http:\/\/[\d.:]+); ready/))[1]!;
       const stats = (await (await fetch(`${url}/stats`)).json()) as { config: { options: Record<string, { value: unknown; source: string }> }; gateway: { upstreams: unknown[] } };
       for (const [k, v] of Object.entries(lists)) assert.deepEqual(stats.config.options[k], { value: v, source }, k);
       // In effect: two upstreams in the pool, the second origin allowed.
@@ -255,8 +240,8 @@ for (const source of ['env', 'file'] as const) {
       const cors = await fetch(`${url}/v1/models`, { headers: { origin: 'https://b.example:8443' } });
       assert.equal(cors.headers.get('access-control-allow-origin'), 'https://b.example:8443');
     } finally {
-      proc.kill('SIGTERM');
-      await exited;
+      gateway.proc.kill('SIGTERM');
+      await gateway.exited;
       for (const u of upstreams) await u.close();
       rmSync(dir, { recursive: true, force: true });
     }

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { test } from 'node:test';
-import { dumpDom, findChromium, screenshot } from '../helpers/chromium.ts';
+import { dumpDom, chromiumForTest, screenshot } from '../helpers/chromium.ts';
 import { runCli } from '../cli/run-cli.ts';
 import { startStubServer } from '../../src/harness/stub-server.ts';
 import { writeRunReport } from '../../src/harness/run-report/write.ts';
@@ -79,13 +79,12 @@ test('bench run --report writes one self-contained page whose figures headless C
   const again = await writeRunReport(out, 100, join(dir, 'elsewhere', 'page.html'));
   assert.equal(readFileSync(again, 'utf8'), html);
 
-  const bin = await findChromium();
-  if (bin === null) {
-    const why = 'no `chromium` binary is installed (apt-get install chromium; .ci/run does this)';
-    if (process.env['CI'] === 'true') assert.fail(why);
-    t.skip(why);
+  const browser = await chromiumForTest();
+  if (browser.bin === null) {
+    t.skip(browser.why);
     return;
   }
+  const bin = browser.bin;
   const probed = join(dir, 'probed.html');
   writeFileSync(probed, html.replace('</body>', `${PROBE}</body>`));
   const dom = await dumpDom(bin, pathToFileURL(probed).href, { budgetMs: 2000 });

@@ -26,6 +26,19 @@ export async function findChromium(): Promise<string | null> {
   return null;
 }
 
+/**
+ * The browser binary for a test that needs one; null (and why, for the caller to skip or note)
+ * where none is installed. Under CI (`CI=true`, as .ci/run sets) a missing browser fails instead:
+ * .ci/run installs it, so its absence there is a broken install, not a reason to skip.
+ */
+export async function chromiumForTest(): Promise<{ bin: string } | { bin: null; why: string }> {
+  const bin = await findChromium();
+  if (bin !== null) return { bin };
+  const why = 'no `chromium` binary is installed (apt-get install chromium; .ci/run does this)';
+  if (process.env['CI'] === 'true') throw new Error(why);
+  return { bin: null, why };
+}
+
 export interface PageOptions {
   /** Page time the browser may run before the DOM or screenshot is taken, ms (default 5000). */
   readonly budgetMs?: number;

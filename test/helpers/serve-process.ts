@@ -14,13 +14,13 @@ export interface ServeProcess {
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; atMs: number }>;
 }
 
-export function spawnServe(args: readonly string[]): ServeProcess {
-  return spawnHeadroom(['serve', ...args]);
+export function spawnServe(args: readonly string[], env?: NodeJS.ProcessEnv): ServeProcess {
+  return spawnHeadroom(['serve', ...args], env);
 }
 
-/** `headroom <args>`, e.g. ['demo', '--runner', 'mock']. */
-export function spawnHeadroom(args: readonly string[]): ServeProcess {
-  const proc = spawn(process.execPath, ['bin/headroom.mjs', ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+/** `headroom <args>`, e.g. ['demo', '--runner', 'mock'], in `env` (this process's by default). */
+export function spawnHeadroom(args: readonly string[], env: NodeJS.ProcessEnv = process.env): ServeProcess {
+  const proc = spawn(process.execPath, ['bin/headroom.mjs', ...args], { stdio: ['pipe', 'pipe', 'pipe'], env });
   let out = '';
   let err = '';
   const listeners = new Set<() => void>();

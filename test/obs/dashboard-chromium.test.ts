@@ -10,18 +10,17 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { bodyAttribute, countClass, dumpDom, findChromium, screenshot } from '../helpers/chromium.ts';
+import { bodyAttribute, countClass, dumpDom, chromiumForTest, screenshot } from '../helpers/chromium.ts';
 import { recordRun } from '../helpers/recorded-run.ts';
 import { readRecording } from '../../src/obs/recorder/reader.ts';
 
 test('the dashboard draws a recorded run in headless Chromium, and a screenshot is saved', { timeout: 180_000 }, async (t) => {
-  const bin = await findChromium();
-  if (bin === null) {
-    const why = 'no `chromium` binary is installed (apt-get install chromium; .ci/run does this)';
-    if (process.env['CI'] === 'true') assert.fail(why);
-    t.skip(why);
+  const browser = await chromiumForTest();
+  if (browser.bin === null) {
+    t.skip(browser.why);
     return;
   }
+  const bin = browser.bin;
   const dir = mkdtempSync(join(tmpdir(), 'headroom-dash-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const run = await recordRun({ dir, numRequests: 36, ratePerS: 40, maxQueuedRequests: 6 });
