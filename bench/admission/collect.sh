@@ -4,9 +4,11 @@
 # over the grid, the rate order rotated each pass, a fresh server per (round, rate) block, seeds
 # recorded. Whole rounds become whole folds downstream (src/admission/dataset.ts).
 #
-#   bash bench/admission/collect.sh [rates...]      (ROUNDS=4 DURATION_S=60; model and pool in bench/ladder/lib.sh)
+#   [OUT=dir] bash bench/admission/collect.sh [rates...]      (ROUNDS=4 DURATION_S=60; model and pool in bench/ladder/lib.sh)
 #
-# Output: $OUT/round-<r>/rate-<x>/{trace.jsonl, records.parquet, meta.json, summary.json, server.log}
+# Output: $OUT/round-<r>/rate-<x>/{trace.jsonl, records.parquet, meta.json, summary.json, server.log};
+# OUT defaults to a new results/runs/admission-collect-<UTC time> (results/runs/ is ignored by git;
+# pass OUT=results/... to update a committed collection, results/README.md lists them).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source bench/ladder/lib.sh
@@ -15,7 +17,9 @@ read -r -a rates <<<"${*:-0.2 0.4 0.8 1.6 3.2}"
 : "${DURATION_S:=60}"
 : "${WORKLOAD:=chat}"
 : "${SERVE_FLAGS:=--scheduler continuous --kv paged --prefix-cache on}"
-out=${OUT:-results/admission/collect}
+out=${OUT:-results/runs/admission-collect-$(date -u +%Y-%m-%dT%H-%M-%SZ)}
+mkdir -p "$out"
+echo "collect: writing to $out"
 port=8321
 n=${#rates[@]}
 for round in $(seq 0 $((ROUNDS - 1))); do

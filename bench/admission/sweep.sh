@@ -5,7 +5,8 @@
 # rotated per rate, a fresh server per run (trace rows kept per run: online coverage and the
 # admitted rate over time come from them).
 #
-#   [SERVE_FLAGS="--runner mock --mock-speed 2 ..."] ARTIFACT=results/admission/e2e-gbdt.json CAL_TRACES=results/admission/collect/round-2 \
+#   [SERVE_FLAGS="--runner mock --mock-speed 2 ..."] [OUT=dir] ARTIFACT=results/admission/llama-tiny-1t-native/e2e-gbdt.json \
+#     CAL_TRACES=results/admission/llama-tiny-1t-native/collect/round-2 \
 #     [ARMS="off conformal-95 conformal-95-headroom"] [SEEDS="7 8 9"] bash bench/admission/sweep.sh [rates...]
 #     (DURATION_S=60; model and pool in bench/ladder/lib.sh)
 #
@@ -21,14 +22,18 @@
 # what `headroom serve` runs with no flags: the online baseline, rolling calibration, the shortcut, keep-warm);
 # online-95-headroom-warm-selftrain is that with --admission-self-train on.
 # Output: $OUT/rate-<r>/<arm>/... with one seed, $OUT/seed-<s>/rate-<r>/<arm>/... with several;
-# each run folder holds records.parquet, meta.json, summary.json, stats.json, trace.jsonl, server.log.
+# each run folder holds records.parquet, meta.json, summary.json, stats.json, trace.jsonl, server.log;
+# $OUT/README.md is the table (bench/admission/table.ts). OUT defaults to a new
+# results/runs/admission-sweep-<UTC time> (ignored by git; pass OUT=results/... to update a committed sweep).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source bench/ladder/lib.sh
 read -r -a rates <<<"${*:-0.5 1 2 4}"
 : "${DURATION_S:=60}"
 : "${WORKLOAD:=chat}"
-out=${OUT:-results/admission/sweep}
+out=${OUT:-results/runs/admission-sweep-$(date -u +%Y-%m-%dT%H-%M-%SZ)}
+mkdir -p "$out"
+echo "sweep: writing to $out"
 port=8331
 : "${SERVE_FLAGS:=--scheduler continuous --kv paged --prefix-cache on}"
 common="$SERVE_FLAGS --slo-ms $SLO_MS"
