@@ -1,38 +1,26 @@
-// The generation endpoints, /v1/chat/completions, /v1/completions and /v1/responses, share one path
-// of short steps; only the request shape and the response framing differ (surface.ts: a Responses
-// request is parsed into a chat request and framed by responses-framer.ts):
+// Engine mode's generation endpoints, /v1/chat/completions, /v1/completions and /v1/responses: one
+// path of short steps; only the request shape and the response framing differ (surface.ts: a
+// Responses request is parsed into a chat request and framed by responses-framer.ts):
 //
 //   parse → flow control → prepare (tokenize, size checks) → admission → backend.generate → frame
 //
-// Flow control comes before tokenizing unless a token cap is set (then right after it, with the
-// counts); its ticket is released in one `finally`, so exactly once however the request ends.
-// `x-headroom-priority` picks the band (flow/priority.ts).
+// The steps both front doors take (the bypass header, abort wiring, the flow ticket, the decision,
+// refusals, the drain, each outcome to metrics, traces and the controller) are request-call.ts's;
+// this file supplies engine mode's own: prepare, generate and frame. Flow control comes before
+// tokenizing unless a token cap is set (then right after it, with the counts). `x-headroom-priority`
+// picks the band (flow/priority.ts).
 //
-// One AbortController per HTTP request: the client leaving aborts every choice in the backend.
 // Detokenizing and stop strings run here, after each engine step (choice-stream.ts); a stop string
 // tells the backend to stop that choice. Every stream ends with [DONE] (or the socket is gone).
-//
-// The caller (tenant, role) comes from the API key (server.ts); it reaches flow control. An
-// operator's `x-headroom-bypass-admission: 1` skips the admission decision (not flow control, not
-// the engine's own limits); anyone else asking for it gets 403. What the request log needs
-// (tokens billed, first output, error code, refusal reason) is recorded on `req.facts` as it
-// happens (request-log.ts).
+// What the request log needs (tokens billed, first output, error code, refusal reason) is recorded
+// on `req.facts` as it happens (request-log.ts).
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AdmissionContext, AdmissionController, AdmissionDecision } from '../admission/controller.ts';
-import { NUM_FEATURES, extractFeatures } from '../admission/features.ts';
-import type { TraceWriter } from '../admission/trace-writer.ts';
+import type { AdmissionContext } from '../admission/controller.ts';
 import type { Backend, Generation, GenerationJob } from '../backend/backend.ts';
-import type { Refusal } from '../backend/refusal.ts';
-import { REFUSALS } from '../backend/refusal.ts';
-import type { RequestTimeline } from '../engine/outputs.ts';
 import type { ChatOutputParser, ParsedChatOutput } from '../engine/tokenizer.ts';
-import type { EngineSnapshot } from '../engine/snapshot.ts';
-import type { FlowControl, FlowRequest, FlowTicket } from '../flow/flow-control.ts';
 import { PRIORITY_HEADER } from '../flow/priority.ts';
-import type { Observability } from '../obs/observability.ts';
 import { ChoiceStream } from './choice-stream.ts';
-import type { ServerConfig } from './config.ts';
 import { ApiError } from './errors.ts';
 import { usage } from './framer.ts';
 import type { FinishedChoice, Framing, SseFrame } from './framer.ts';
@@ -41,48 +29,29 @@ import type { LogprobEntry } from './logprob-format.ts';
 import type { Prepared } from './prepare.ts';
 import { sizeFacts } from './limits.ts';
 import { prepare } from './prepare.ts';
+import type { FrontDoor, RequestCall } from './request-call.ts';
+import { leave, replyHeaders } from './request-call.ts';
 import type { Surface } from './surface.ts';
-import type { ActiveRequests } from './active-requests.ts';
 import { SseWriter } from './sse.ts';
 import type { RequestFacts } from './request-log.ts';
 import { promptForLog } from './request-log.ts';
 
-/** The operator header that skips the admission decision. */
-export const BYPASS_HEADER = 'x-headroom-bypass-admission';
-
-const NO_FEATURES = new Float64Array(0);
-
+/** What engine mode's steps need. */
 export interface CompletionsDeps {
+  /** What the shared steps read (the config, flow control, admission, observability). */
+  readonly door: FrontDoor;
   readonly backend: Backend;
-  readonly config: ServerConfig;
   readonly ids: IdSource;
-  readonly flow: FlowControl;
-  readonly admission: AdmissionController;
-  readonly obs: Observability | null;
-  /** Admission traces (`--trace-out`); null = off. */
-  readonly trace: TraceWriter | null;
-  /** Requests in flight, so a drain deadline can cut them; null = not tracked. */
-  readonly active: ActiveRequests | null;
   /** The model names this server answers to (a request's `model` must be one; responses echo it). */
   readonly models: readonly string[];
 }
 
-/** One request on its way through the handler. */
+/** One request on its way through the handler: the front door's shared steps, and what engine mode prepared. */
 interface Call {
   readonly id: string;
   readonly prepared: Prepared;
-  readonly ctx: AdmissionContext;
-  readonly traceparent: string | undefined;
-  readonly controller: AbortController;
-  /** Set when the drain deadline cut the request: the error its client gets. */
-  cutMessage: string | null;
-  /** What admission saw (empty, and no snapshot, when neither admission nor the trace reads it), and what it decided. */
-  features: Float64Array;
-  snapshot: EngineSnapshot | null;
-  decision: AdmissionDecision | null;
-  /** For the request log line; also its HTTP request id, for traces. */
+  readonly door: RequestCall;
   readonly facts: RequestFacts;
-  readonly httpRequestId: string;
 }
 
 export class CompletionsHandler {
@@ -92,118 +61,55 @@ export class CompletionsHandler {
     this.#d = deps;
   }
 
-  async handle(surface: Surface, req: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const { backend, config, ids } = this.#d;
-    const facts = req.facts;
-    const bypass = bypassRequested(req.headers[BYPASS_HEADER]);
-    if (bypass && facts.caller.role !== 'operator') {
-      throw new ApiError('permission_denied', `${BYPASS_HEADER} is allowed only with an operator API key.`, { param: BYPASS_HEADER });
-    }
+  /** Engine mode's steps, inside the front door's (`runCall`): prepare (tokenize, size checks), then generate and frame. */
+  async run(door: RequestCall, surface: Surface, req: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const { backend, ids } = this.#d;
+    const { config, flow } = this.#d.door;
+    const facts = door.facts;
     const budget = { slo: req.headers['x-slo-ms'], ttft: req.headers['x-slo-ttft-ms'], tpot: req.headers['x-slo-tpot-ms'] };
     const size = sizeFacts(backend);
     const request = surface.parse(req.body, this.#d.models, size);
-    const flow = this.#d.flow;
     const band = flow.band(req.headers[PRIORITY_HEADER]);
-    // The request's time budget runs from here: a wait in the flow-control queue spends it.
-    const arrivalMs = backend.clock.nowMs();
-    // A client that leaves (waiting, streaming or not) aborts its choices; the engine frees them before the next step.
-    const controller = new AbortController();
-    reply.raw.on('close', () => {
-      if (!reply.raw.writableFinished) controller.abort();
+    // Without a token cap, flow control needs no tokens: the slot is taken before tokenizing.
+    if (!flow.needsTokens) await door.enter({ caller: facts.caller, band, inputTokens: 0, totalTokens: 0 });
+    const prepared = await prepare(request.parsed, budget, { tokenizer: backend.tokenizer, info: backend.info, size, config, ids }).catch((e: unknown) => {
+      throw e instanceof ApiError ? request.renameError(e) : e;
     });
-    let ticket: FlowTicket | null = null;
-    try {
-      // Without a token cap, flow control needs no tokens: the slot is taken before tokenizing.
-      if (!flow.needsTokens) ticket = await this.#enter({ caller: facts.caller, band, inputTokens: 0, totalTokens: 0 }, facts, controller.signal);
-      const prepared = await prepare(request.parsed, budget, { tokenizer: backend.tokenizer, info: backend.info, size, config, ids }).catch((e: unknown) => {
-        throw e instanceof ApiError ? request.renameError(e) : e;
-      });
-      const id = ids.next(surface.idPrefix);
-      facts.model = prepared.model;
-      facts.promptTokens = prepared.promptTokens.length;
-      if (config.logPrompts) {
-        facts.prompt = promptForLog(req.body);
-        facts.output = [];
-      }
-      const ctx: AdmissionContext = {
-        requestId: id,
-        arrivalMs,
-        sloMs: prepared.sloMs,
-        numPromptTokens: prepared.promptTokens.length,
-        numCachedTokens: backend.peekCachedTokens(prepared.promptTokens),
-        maxTokens: prepared.maxTokens,
-        n: prepared.n,
-        numMessages: prepared.numMessages,
-        ttftBudgetMs: prepared.ttftBudgetMs,
-      };
-      const traceparent = typeof req.headers.traceparent === 'string' ? req.headers.traceparent : undefined;
-      const call: Call = { id, prepared, ctx, traceparent, controller, cutMessage: null, features: NO_FEATURES, snapshot: null, decision: null, facts, httpRequestId: req.id };
-
-      const inputTokens = prepared.promptTokens.length;
-      ticket ??= await this.#enter({ caller: facts.caller, band, inputTokens, totalTokens: inputTokens + prepared.n * prepared.maxTokens }, facts, controller.signal, call);
-      // The decision, timed whole: the engine's state as of now (a wait in the flow-control queue
-      // changes it), the features, and the controller's verdict.
-      const decideStart = performance.now();
-      this.#see(call);
-      if (bypass) {
-        // No decision: the controller neither refuses it nor learns from it.
-        facts.bypass = true;
-        this.#d.obs?.metrics?.admissionBypassed(facts.caller.tenant);
-      } else {
-        const decision = this.#d.admission.decide(ctx, call.snapshot, call.features);
-        call.decision = decision;
-        this.#d.obs?.admissionDecided(performance.now() - decideStart);
-        this.#d.obs?.decided({ requestId: id, atMs: backend.clock.nowMs(), admit: decision.admit, boundMs: decision.boundMs, budgetMs: ctx.sloMs, reason: decision.reason });
-        if (!decision.admit) this.#refuse(call, decision.refusal);
-      }
-      // A drain deadline cuts the request: its client gets an error, the backend lets it go.
-      const untrack = this.#d.active?.add((message) => {
-        call.cutMessage = message;
-        facts.cut = true;
-        call.controller.abort();
-      });
-      if (untrack !== undefined) reply.raw.on('close', untrack);
-      const started = backend.generate(this.#job(call), call.controller.signal);
-      if (!started.ok) this.#refuse(call, started.refusal);
-      const frame = request.framing(id, Math.floor(Date.now() / 1000), prepared);
-      if (prepared.stream) await this.#stream(call, started.generation, frame, reply);
-      else await this.#collect(call, started.generation, frame, reply);
-    } finally {
-      ticket?.release();
+    const id = ids.next(surface.idPrefix);
+    facts.model = prepared.model;
+    facts.promptTokens = prepared.promptTokens.length;
+    if (config.logPrompts) {
+      facts.prompt = promptForLog(req.body);
+      facts.output = [];
     }
-  }
-
-  /** Flow control: a ticket (maybe after a wait in its queue), or the refusal thrown. */
-  async #enter(r: FlowRequest, facts: RequestFacts, signal: AbortSignal, call?: Call): Promise<FlowTicket> {
-    const got = await this.#d.flow.acquire(r, signal);
-    if (got.ok) return got.ticket;
-    if (call !== undefined) {
-      this.#see(call);
-      this.#refuse(call, got.refusal);
-    }
-    // Before tokenizing there is no timeline to trace yet: the refusal is counted and logged.
-    facts.refusal = got.refusal.reason;
-    this.#d.obs?.metrics?.refused(got.refusal.reason);
-    throw new ApiError(REFUSALS[got.refusal.reason].code, got.refusal.message, { retryAfterS: got.refusal.retryAfterS ?? this.#d.config.retryAfterS });
+    const ctx: AdmissionContext = {
+      requestId: id,
+      arrivalMs: door.arrivalMs,
+      sloMs: prepared.sloMs,
+      numPromptTokens: prepared.promptTokens.length,
+      numCachedTokens: backend.peekCachedTokens(prepared.promptTokens),
+      maxTokens: prepared.maxTokens,
+      n: prepared.n,
+      numMessages: prepared.numMessages,
+      ttftBudgetMs: prepared.ttftBudgetMs,
+    };
+    // The engine's state as of the decision (a wait in the flow-control queue changes it): a sort of the held requests when stale.
+    door.bind(ctx, () => backend.snapshot());
+    const inputTokens = prepared.promptTokens.length;
+    await door.enter({ caller: facts.caller, band, inputTokens, totalTokens: inputTokens + prepared.n * prepared.maxTokens });
+    door.decide();
+    door.track(reply);
+    const call: Call = { id, prepared, door, facts };
+    const started = backend.generate(this.#job(call), door.controller.signal);
+    if (!started.ok) door.refuse(started.refusal);
+    const frame = request.framing(id, Math.floor(Date.now() / 1000), prepared);
+    if (prepared.stream) await this.#stream(call, started.generation, frame, reply);
+    else await this.#collect(call, started.generation, frame, reply);
   }
 
   #job(call: Call): GenerationJob {
     const p = call.prepared;
-    return { id: call.id, promptTokens: p.promptTokens, maxTokens: p.maxTokens, sampling: p.sampling, ignoreEos: p.ignoreEos, n: p.n, arrivalMs: call.ctx.arrivalMs, sloMs: p.sloMs, tpotMs: p.tpotBudgetMs };
-  }
-
-  /** The engine snapshot (a sort of the held requests when stale) and the features, only when admission or the trace reads them. */
-  #see(call: Call): void {
-    if (!this.#d.admission.needsFeatures && this.#d.trace === null) return;
-    call.snapshot = this.#d.backend.snapshot();
-    call.features = extractFeatures(call.ctx, call.snapshot, new Float64Array(NUM_FEATURES));
-  }
-
-  #refuse(call: Call, r: Refusal): never {
-    call.facts.refusal = r.reason;
-    this.#d.obs?.refused(refusedTimeline(call), r.reason, call.traceparent, call.httpRequestId);
-    this.#d.trace?.refused(call.ctx, call.features, call.decision?.boundMs ?? null);
-    throw new ApiError(REFUSALS[r.reason].code, r.message, { retryAfterS: r.retryAfterS ?? this.#d.config.retryAfterS });
+    return { id: call.id, promptTokens: p.promptTokens, maxTokens: p.maxTokens, sampling: p.sampling, ignoreEos: p.ignoreEos, n: p.n, arrivalMs: call.door.arrivalMs, sloMs: p.sloMs, tpotMs: p.tpotBudgetMs };
   }
 
   #choices(call: Call): ChoiceStream[] {
@@ -232,22 +138,18 @@ export class CompletionsHandler {
         }
         continue;
       }
-      this.#finished(call, ev.index, ev.timeline);
+      call.door.finished(ev.timeline, ev.index);
       if (reasons[ev.index] !== null) continue;
       if (ev.reason === 'error') {
-        call.controller.abort();
+        call.door.controller.abort();
         throw new ApiError('engine_failure', ev.message ?? 'generation failed');
       }
       if (ev.reason === 'abort') aborted = true;
       texts[ev.index] += c.flush();
       reasons[ev.index] = ev.reason;
     }
-    if (call.cutMessage !== null) throw new ApiError('engine_failure', call.cutMessage);
-    if (aborted) {
-      reply.hijack(); // nobody is listening: nothing to send
-      reply.raw.destroy();
-      return;
-    }
+    call.door.throwIfCut();
+    if (aborted) return leave(reply);
     call.facts.output?.push(...texts);
     const wanted = call.prepared.sampling.logprobs !== undefined;
     const done: FinishedChoice[] = texts.map((text, i) => {
@@ -312,13 +214,13 @@ export class CompletionsHandler {
           }
           continue;
         }
-        this.#finished(call, ev.index, ev.timeline);
+        call.door.finished(ev.timeline, ev.index);
         if (ended[ev.index]) continue;
         if (ev.reason === 'abort') {
           aborted = true;
-          if (call.cutMessage !== null) {
+          if (call.door.cutMessage !== null) {
             call.facts.errorCode = 'engine_failure';
-            send(frame.failure(new ApiError('engine_failure', call.cutMessage)));
+            send(frame.failure(new ApiError('engine_failure', call.door.cutMessage)));
             return;
           }
           continue;
@@ -326,7 +228,7 @@ export class CompletionsHandler {
         if (ev.reason === 'error') {
           call.facts.errorCode = 'engine_failure';
           send(frame.failure(new ApiError('engine_failure', ev.message ?? 'generation failed')));
-          call.controller.abort();
+          call.door.controller.abort();
           return;
         }
         finish(ev.index, ev.reason, c.flush());
@@ -345,60 +247,9 @@ export class CompletionsHandler {
     return format === null || tokenizer.openChatParser === undefined ? null : tokenizer.openChatParser(format);
   }
 
-  /** A choice ended in the backend (its engine outcome, which a front-end stop may precede). */
-  #finished(call: Call, index: number, t: RequestTimeline): void {
-    this.#d.obs?.finished(t, t.outcome ?? 'error', call.traceparent, call.httpRequestId);
-    this.#d.trace?.finished(call.ctx, call.features, call.decision?.boundMs ?? null, index, t);
-    if (call.decision !== null && t.outcome !== 'error') {
-      const elapsed = (t.finishedMs ?? this.#d.backend.clock.nowMs()) - t.arrivalMs;
-      this.#d.admission.observe(call.features, call.decision, {
-        e2eMs: elapsed,
-        ttftMs: t.firstTokenMs === null ? null : t.firstTokenMs - t.arrivalMs,
-        censored: t.outcome === 'abort',
-      });
-    }
-  }
-
   #usage(call: Call, choices: readonly ChoiceStream[]) {
     return usage(call.prepared.promptTokens.length, choices.reduce((n, c) => n + c.numTokens, 0));
   }
-}
-
-/** `1`/`true` asks to skip admission, `0`/`false` or no header does not; anything else is a 400. */
-export function bypassRequested(h: string | string[] | undefined): boolean {
-  if (h === undefined) return false;
-  const v = (Array.isArray(h) ? h.join(',') : h).trim().toLowerCase();
-  if (v === '1' || v === 'true') return true;
-  if (v === '0' || v === 'false') return false;
-  throw new ApiError('invalid_value', `${BYPASS_HEADER} must be 1 or 0; got '${v.slice(0, 40)}'.`, { param: BYPASS_HEADER });
-}
-
-/** A reply's headers as plain strings, for a response written on the raw socket. */
-export function replyHeaders(reply: FastifyReply): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(reply.getHeaders())) {
-    if (v !== undefined) out[k] = Array.isArray(v) ? v.join(', ') : String(v);
-  }
-  return out;
-}
-
-/** The record a refused request leaves for metrics and tracing: it arrived, it never ran. */
-function refusedTimeline(call: Call): RequestTimeline {
-  const c = call.ctx;
-  return {
-    requestId: call.id,
-    arrivalMs: c.arrivalMs,
-    deadlineMs: c.arrivalMs + c.sloMs,
-    scheduledMs: null,
-    firstTokenMs: null,
-    finishedMs: null,
-    numPromptTokens: c.numPromptTokens,
-    maxTokens: c.maxTokens,
-    numCachedTokens: 0,
-    numOutputTokens: 0,
-    numPreemptions: 0,
-    outcome: null,
-  };
 }
 
 /** A choice that ended normally with tool calls finishes with "tool_calls", as OpenAI's do. */

@@ -41,6 +41,8 @@ import { noFlowControl } from '../flow/flow-control.ts';
 import type { ActiveRequests } from './active-requests.ts';
 import { CompletionsHandler } from './completions.ts';
 import { ForwardHandler } from './forward-handler.ts';
+import type { FrontDoor } from './request-call.ts';
+import { runCall } from './request-call.ts';
 import { responsesSurface } from './responses.ts';
 import { chatSurface, completionSurface } from './surface.ts';
 import type { Surface } from './surface.ts';
@@ -285,30 +287,18 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     if (isForwarding(backend)) throw new ApiError('route_not_found', `${path} is not served in gateway mode: the gateway has no tokenizer; ask an upstream.`);
     return backend;
   };
+  // Both modes run a request through the front door's one set of shared steps (request-call.ts);
+  // engine mode's handler supplies prepare and generate, gateway mode's pick and pipe.
+  let front: FrontDoor | null = null;
   let completions: CompletionsHandler | null = null;
   let forwarding: ForwardHandler | null = null;
+  const door = (backend: Backend | ForwardingBackend): FrontDoor =>
+    (front ??= { config, clock: backend.clock, flow: deps.flow ?? noFlowControl, admission: deps.admission ?? admitAll, obs: obs(), trace: deps.trace ?? null, active: deps.active });
+  const forwarder = (backend: ForwardingBackend): ForwardHandler => (forwarding ??= new ForwardHandler(door(backend), backend));
+  const handler = (backend: Backend): CompletionsHandler => (completions ??= new CompletionsHandler({ door: door(backend), backend, ids: deps.ids ?? randomIds, models: servedModels(config, backend) }));
   const serve = (endpoint: 'chat' | 'completion' | 'responses', surface: Surface, req: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const backend = loaded();
-    if (isForwarding(backend)) return forwarder(backend).handle(endpoint, req, reply);
-    return handler(backend).handle(surface, req, reply);
-  };
-  const forwarder = (backend: ForwardingBackend): ForwardHandler => {
-    forwarding ??= new ForwardHandler({ backend, config, flow: deps.flow ?? noFlowControl, obs: obs(), active: deps.active, admission: deps.admission ?? admitAll, trace: deps.trace ?? null });
-    return forwarding;
-  };
-  const handler = (backend: Backend): CompletionsHandler => {
-    completions ??= new CompletionsHandler({
-      backend,
-      config,
-      ids: deps.ids ?? randomIds,
-      flow: deps.flow ?? noFlowControl,
-      admission: deps.admission ?? admitAll,
-      obs: obs(),
-      trace: deps.trace ?? null,
-      active: deps.active,
-      models: servedModels(config, backend),
-    });
-    return completions;
+    return runCall(door(backend), req, reply, (call) => (isForwarding(backend) ? forwarder(backend).run(call, endpoint, req, reply) : handler(backend).run(call, surface, req, reply)));
   };
   route('POST', '/v1/chat/completions', (req, reply) => serve('chat', chatSurface, req, reply));
   route('POST', '/v1/completions', (req, reply) => serve('completion', completionSurface, req, reply));
@@ -316,7 +306,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   route('POST', '/v1/embeddings', (req, reply) => {
     const backend = loaded();
     if (!isForwarding(backend)) throw embeddingsNotServed();
-    return forwarder(backend).passThrough(req, reply);
+    return runCall(door(backend), req, reply, (call) => forwarder(backend).passThrough(call, req, reply));
   });
   route('POST', '/tokenize', (req) => tokenize(generating('/tokenize'), servedModels(config, loaded()), req.body));
   route('POST', '/detokenize', (req) => detokenize(generating('/detokenize'), servedModels(config, loaded()), req.body));

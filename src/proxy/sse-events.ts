@@ -55,13 +55,19 @@ function lastBoundaryEnd(b: Buffer, from: number): number {
 export function dataPayloads(events: Buffer): string[] {
   const out: string[] = [];
   for (const block of events.toString('utf8').split(/\r?\n\r?\n/)) {
-    const lines: string[] = [];
-    for (const line of block.split(/\r?\n/)) {
-      if (line.startsWith('data:')) lines.push(line.slice(line.startsWith('data: ') ? 6 : 5));
-    }
-    if (lines.length > 0) out.push(lines.join('\n'));
+    const data = eventData(block);
+    if (data !== null) out.push(data);
   }
   return out;
+}
+
+/** One event's `data:` payload (its data lines joined by `\n`), or null when it has none. */
+function eventData(event: string): string | null {
+  const lines: string[] = [];
+  for (const line of event.split(/\r?\n/)) {
+    if (line.startsWith('data:')) lines.push(line.slice(line.startsWith('data: ') ? 6 : 5));
+  }
+  return lines.length === 0 ? null : lines.join('\n');
 }
 
 /** Whole events, checked in order: the leading ones that are fine (`ok`, a view of `events`) and why the next one is not (null: all are). */
@@ -89,13 +95,8 @@ function nextBoundaryEnd(b: Buffer, from: number): number {
 /** Why one whole event is not what an OpenAI server streams (null: it is). */
 function eventProblem(event: Buffer, maxEventBytes: number): string | null {
   if (event.length > maxEventBytes) return `an event of over ${maxEventBytes} bytes`;
-  const lines: string[] = [];
-  for (const line of event.toString('utf8').split(/\r?\n/)) {
-    if (line.startsWith('data:')) lines.push(line.slice(line.startsWith('data: ') ? 6 : 5));
-  }
-  if (lines.length === 0) return null;
-  const data = lines.join('\n');
-  if (data.trim() === '[DONE]') return null;
+  const data = eventData(event.toString('utf8'));
+  if (data === null || data.trim() === '[DONE]') return null;
   try {
     JSON.parse(data);
     return null;

@@ -31,6 +31,8 @@ export interface OpsServerOptions {
   /** A runner of the test's own (default: a MockRunner with `mock`). */
   readonly runner?: Runner;
   readonly obs?: HeadroomOptions['obs'];
+  /** Admission-trace rows to this JSONL file. */
+  readonly traceOut?: string;
 }
 
 export async function startOpsServer(opts: OpsServerOptions = {}): Promise<OpsServer> {
@@ -46,6 +48,7 @@ export async function startOpsServer(opts: OpsServerOptions = {}): Promise<OpsSe
     ...(opts.flow === undefined ? {} : { flow: opts.flow }),
     ...(opts.admission === undefined ? {} : { admission: opts.admission }),
     ...(opts.obs === undefined ? {} : { obs: opts.obs }),
+    ...(opts.traceOut === undefined ? {} : { traceOut: opts.traceOut }),
   });
   const url = await headroom.start();
   const lines = (): Record<string, unknown>[] => raw.map((l) => JSON.parse(l) as Record<string, unknown>);
