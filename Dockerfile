@@ -13,6 +13,11 @@
 #            against deploy/models.sha256, then drops the dev dependencies.
 #   runtime  node and only what runs: node_modules (production), the addon and the llama.cpp
 #            libraries it links, src/, bin/, the model, the entrypoint; a non-root user.
+#
+# The benchmark harness's dependencies (DuckDB, Vega, Vega-Lite, resvg, cli-progress,
+# eventsource-parser) are devDependencies: `headroom serve` and `headroom gateway` never import
+# them, so the prune drops them, 207 MB of node_modules down to 108 MB (deploy/README.md, "Size
+# and start-up"). `bench`, `report`, `ladder`, `gate` and `demo` need a full `npm ci`, not this image.
 
 # Node 20 (package.json engines: >= 20.19); the slim Debian variant has sh, sha256sum and nproc,
 # which the entrypoint uses, and no compiler.
@@ -46,9 +51,10 @@ COPY deploy/models.sha256 deploy/
 # The default model (models/tiny.gguf: the tiny preset, F16, seed 0) from the same code path
 # `headroom serve` uses when it finds no model; the generator is deterministic, so its bytes are
 # checked. A real model is mounted instead (HEADROOM_MODEL, HEADROOM_MODEL_SHA256).
+# --omit=optional as .npmrc says, spelled out: the image must not pick up optional platform packages.
 RUN node --import tsx -e "await (await import('./src/model/default-model.ts')).ensureDefaultModel()" \
  && sha256sum -c deploy/models.sha256 \
- && npm prune --omit=dev
+ && npm prune --omit=dev --omit=optional
 
 FROM ${NODE_IMAGE} AS runtime
 RUN groupadd --system --gid 10001 headroom \
