@@ -1,9 +1,16 @@
 // The one catalog of errors a client can see. Every refusal and failure the API returns is built
-// here, so a code always maps to the same HTTP status and OpenAI error type.
+// here, so a code always maps to the same HTTP status and OpenAI error type. The codes themselves
+// are named at the bottom (util/request-error.ts), where the layers under the API raise a
+// RequestError with one; this file is their HTTP mapping.
 //
 // Wire shape (what openai-node and every OpenAI client parse):
 //   {"error": {"message": "...", "type": "invalid_request_error", "param": "max_tokens", "code": "invalid_value"}}
 // Refusals (429/503) also carry a Retry-After header in whole seconds.
+
+import type { ErrorCode } from '../util/request-error.ts';
+import { RequestError } from '../util/request-error.ts';
+
+export type { ErrorCode } from '../util/request-error.ts';
 
 export type ErrorType = 'invalid_request_error' | 'not_found_error' | 'rate_limit_error' | 'overloaded_error' | 'server_error';
 
@@ -12,7 +19,7 @@ interface CatalogEntry {
   readonly type: ErrorType;
 }
 
-/** Stable error codes. Adding one is an API change: clients may branch on them. */
+/** Each stable error code's HTTP status and OpenAI error type (every code has one: `satisfies`). */
 export const ERROR_CATALOG = {
   bad_request: { status: 400, type: 'invalid_request_error' },
   invalid_json: { status: 400, type: 'invalid_request_error' },
@@ -39,25 +46,20 @@ export const ERROR_CATALOG = {
   engine_unavailable: { status: 503, type: 'overloaded_error' },
   engine_failure: { status: 500, type: 'server_error' },
   internal_error: { status: 500, type: 'server_error' },
-} as const satisfies Record<string, CatalogEntry>;
-
-export type ErrorCode = keyof typeof ERROR_CATALOG;
+} as const satisfies Record<ErrorCode, CatalogEntry>;
 
 const STATUS_TEXT: Readonly<Record<number, string>> = { 400: 'Bad Request', 408: 'Request Timeout', 413: 'Payload Too Large', 431: 'Request Header Fields Too Large', 503: 'Service Unavailable' };
 
-/** A failure meant for the client. Thrown inside handlers; rendered by the one error handler in server.ts. */
-export class ApiError extends Error {
-  readonly code: ErrorCode;
-  readonly param: string | null;
-  /** Seconds, for 429/503 refusals. */
-  readonly retryAfterS: number | null;
-
+/** A failure meant for the client, with its HTTP rendering. Thrown inside handlers; rendered by the one error handler in server.ts. */
+export class ApiError extends RequestError {
   constructor(code: ErrorCode, message: string, opts: { param?: string | null; retryAfterS?: number | null } = {}) {
-    super(message);
+    super(code, message, opts);
     this.name = 'ApiError';
-    this.code = code;
-    this.param = opts.param ?? null;
-    this.retryAfterS = opts.retryAfterS ?? null;
+  }
+
+  /** A RequestError raised below the API (flow/, obs/), as the client will see it: the same code, message, param and Retry-After. */
+  static of(e: RequestError): ApiError {
+    return e instanceof ApiError ? e : new ApiError(e.code, e.message, { param: e.param, retryAfterS: e.retryAfterS });
   }
 
   get status(): number {

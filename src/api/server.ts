@@ -55,6 +55,7 @@ import type { ConnectionGuard } from './connections.ts';
 import type { ProbeListener } from './probe-listener.ts';
 import { PROBE_PORT_PATHS } from './probe-listener.ts';
 import { ApiError } from './errors.ts';
+import { RequestError } from '../util/request-error.ts';
 import { handleClientError } from './http-errors.ts';
 import { checkRawMessageCount, sizeFacts } from './limits.ts';
 import { LARGE_BODY_BYTES, OnePerTurn } from './one-per-turn.ts';
@@ -254,7 +255,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     done(null, value);
   };
 
-  app.setErrorHandler((err: FastifyError | ApiError, req, reply) => {
+  app.setErrorHandler((err: FastifyError | RequestError, req, reply) => {
     const api = toApiError(err);
     // A bug, not a client's mistake: its stack goes to the log (the client sees internal_error only).
     if (api.code === 'internal_error') req.log.error({ err }, 'unhandled error in a handler');
@@ -373,9 +374,12 @@ function servedModels(config: ServerConfig, backend: AnyBackend): readonly strin
   return config.servedModelNames.length > 0 ? config.servedModelNames : [backend.info.modelId];
 }
 
-/** Map anything thrown in a handler to a catalog entry; a client's mistake is never a 500. */
-function toApiError(err: FastifyError | ApiError): ApiError {
-  if (err instanceof ApiError) return err;
+/**
+ * Map anything thrown in a handler to a catalog entry; a client's mistake is never a 500. A
+ * RequestError from a layer under the API (flow/, obs/) keeps its code, message, param and Retry-After.
+ */
+function toApiError(err: FastifyError | RequestError): ApiError {
+  if (err instanceof RequestError) return ApiError.of(err);
   switch (err.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new ApiError('body_too_large', 'The request body is larger than this server accepts.');

@@ -2,8 +2,9 @@
 // the error code a client sees (and so, through the error catalog, its HTTP status and type), a
 // default message, and the metric label (`headroom_refusals_total{reason}`, the key itself).
 // Flow control, admission control and both backends (engine and gateway) refuse only with these reasons.
+// The codes are named at the bottom (util/request-error.ts); their HTTP status is the API's catalog.
 
-import type { ErrorCode } from '../api/errors.ts';
+import type { ErrorCode } from '../util/request-error.ts';
 
 interface RefusalEntry {
   readonly code: ErrorCode;

@@ -74,9 +74,9 @@ export interface FlowControl {
   readonly numBands: number;
   /** A token cap is set: acquire after tokenizing, with the token counts. Otherwise acquire first. */
   readonly needsTokens: boolean;
-  /** The band of a request's `x-headroom-priority` header (throws an ApiError 400 on a bad one). */
+  /** The band of a request's `x-headroom-priority` header (throws a RequestError, a 400, on a bad one). */
   band(header: string | string[] | undefined): number;
-  /** A ticket now, a ticket after a wait, or a refusal (a request that can never fit throws an ApiError 400). An aborted signal leaves the queue at once. */
+  /** A ticket now, a ticket after a wait, or a refusal (a request that can never fit throws a RequestError, a 400). An aborted signal leaves the queue at once. */
   acquire(req: FlowRequest, signal: AbortSignal): FlowResult | Promise<FlowResult>;
   /** In flight and waiting, for /stats and the gauges. */
   state(): FlowStats;

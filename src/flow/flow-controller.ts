@@ -7,11 +7,11 @@
 //
 // A ticket gives back exactly what it counted, once, however the request ends; a second release
 // does nothing. A request larger than its band may ever hold is a 400 `context_length_exceeded`
-// (thrown): waiting or retrying cannot help it.
+// (thrown, a RequestError the API's error handler renders): waiting or retrying cannot help it.
 
-import { ApiError } from '../api/errors.ts';
 import { refusal } from '../backend/refusal.ts';
 import type { Refusal } from '../backend/refusal.ts';
+import { RequestError } from '../util/request-error.ts';
 import type { FlowControl, FlowDecision, FlowListener, FlowRequest, FlowResult, FlowTicket } from './flow-control.ts';
 import type { Blocker, FlowCost, FlowLimits, FlowState, Waiter } from './flow-core.ts';
 import { FlowCore, bandLimit } from './flow-core.ts';
@@ -73,7 +73,7 @@ export class FlowController implements FlowControl {
       if (o.reason === 'too_large') {
         // Retrying cannot help: a client error, not a 429.
         this.#decided(req.band, tenant, 'too_large');
-        throw new ApiError('context_length_exceeded', message);
+        throw new RequestError('context_length_exceeded', message);
       }
       return this.#refuse(req.band, tenant, o.reason, refusal('flow_cap', { message, retryAfterS: o.retryAfterS }));
     }

@@ -3,7 +3,7 @@
 // the header is in the top band, so turning bands on never slows unmarked traffic: a client marks
 // the work it can afford to lose (batch jobs, prefetch) with a lower band.
 
-import { ApiError } from '../api/errors.ts';
+import { RequestError } from '../util/request-error.ts';
 
 export const PRIORITY_HEADER = 'x-headroom-priority';
 
@@ -33,7 +33,7 @@ export function parseBand(header: string | string[]): number {
   return Number(v);
 }
 
-function badBand(header: string | string[], range: string): ApiError {
+function badBand(header: string | string[], range: string): RequestError {
   const v = (Array.isArray(header) ? header.join(',') : header).trim();
-  return new ApiError('invalid_value', `${PRIORITY_HEADER} must be an integer ${range} (higher first); got '${v.slice(0, 40)}'.`, { param: PRIORITY_HEADER });
+  return new RequestError('invalid_value', `${PRIORITY_HEADER} must be an integer ${range} (higher first); got '${v.slice(0, 40)}'.`, { param: PRIORITY_HEADER });
 }
