@@ -126,6 +126,7 @@ export class Headroom {
       dashboard: {
         live: () => this.#live,
         runDirs: [...(opts.record === undefined ? [] : [opts.record.dir]), ...(opts.dashboardRuns ?? [])],
+        bench: () => import('./harness/store.ts'),
       },
     });
   }

@@ -22,11 +22,12 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RefusalReason } from '../backend/refusal.ts';
 import type { Caller } from '../flow/flow-control.ts';
 import { ANONYMOUS } from './auth.ts';
+import type { ApiOutcome } from '../obs/metrics.ts';
 import type { ErrorCode } from './errors.ts';
 import { ERROR_CATALOG } from './errors.ts';
 
-export type Outcome = 'ok' | 'refused' | 'error' | 'aborted' | 'timeout';
-export const OUTCOMES: readonly Outcome[] = ['ok', 'refused', 'error', 'aborted', 'timeout'];
+/** How a request ended: the log line's `outcome`, and the metric's label (obs/metrics.ts names them). */
+export type Outcome = ApiOutcome;
 
 /** What the handlers learn about a request while serving it; read once, by the log line. */
 export interface RequestFacts {

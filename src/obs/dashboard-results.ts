@@ -4,12 +4,32 @@
 // the moment its answer came; waiting means no token yet, running means streaming. There are no
 // engine steps or admission bounds in a result, so those charts stay empty.
 //
-// DuckDB (which reads the Parquet) loads only when a result is first opened.
+// DuckDB (which reads the Parquet) loads only when a result is first opened. The reading is the
+// harness's (src/harness/store.ts), handed in by the process that serves the dashboard (app.ts):
+// obs/ sits under the API and never imports the harness, a tool above it (docs/architecture.md,
+// "Layers"); what it reads of a row is declared here, and the store's rows have that shape.
 
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DashboardData, TimelineRequest } from './dashboard-data.ts';
 import { timelineData } from './dashboard-data.ts';
+
+/** What the dashboard reads of one request row of a result (the harness's RequestRecord). */
+export interface BenchRow {
+  readonly request_id: number;
+  readonly outcome: string;
+  readonly intended_ms: number;
+  readonly headers_ms: number | null;
+  readonly ttft_ms: number | null;
+  readonly e2e_ms: number | null;
+  readonly end_ms: number;
+}
+
+/** How a result folder is read: records.parquet and meta.json (harness/store.ts). */
+export interface BenchStore {
+  readRecords(dir: string): Promise<readonly BenchRow[]>;
+  readMeta(dir: string): Promise<Record<string, unknown>>;
+}
 
 const RECORDS_FILE = 'records.parquet';
 
@@ -20,10 +40,9 @@ export async function isBenchResult(dir: string): Promise<boolean> {
   );
 }
 
-export async function benchData(dir: string, name: string): Promise<DashboardData> {
-  const { readMeta, readRecords } = await import('../harness/store.ts');
-  const records = await readRecords(dir);
-  const meta = await readMeta(dir).catch((): Record<string, unknown> => ({}));
+export async function benchData(dir: string, name: string, store: BenchStore): Promise<DashboardData> {
+  const records = await store.readRecords(dir);
+  const meta = await store.readMeta(dir).catch((): Record<string, unknown> => ({}));
   const config = (meta['config'] ?? {}) as Record<string, unknown>;
   const admitted: TimelineRequest[] = [];
   const refusedAtMs: number[] = [];

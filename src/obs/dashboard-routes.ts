@@ -11,20 +11,23 @@
 
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ApiError } from '../api/errors.ts';
 import type { DashboardData } from './dashboard-data.ts';
 import { runData } from './dashboard-data.ts';
 import { DASHBOARD_HTML } from './dashboard-page.ts';
 import type { LiveView } from './live-view.ts';
+import type { BenchStore } from './dashboard-results.ts';
 import { benchData, isBenchResult } from './dashboard-results.ts';
 import { isRecording, readRecording } from './recorder/reader.ts';
 import { isRunName } from './recorder/recorder.ts';
+import { RequestError } from '../util/request-error.ts';
 
 export interface DashboardDeps {
   /** The live window, once the engine exists (null while loading, and in gateway mode). */
   readonly live: () => LiveView | null;
   /** Folders whose sub-folders are recorded runs. */
   readonly runDirs: readonly string[];
+  /** Reads a benchmark result folder (the harness's store, loaded when a result is first opened). */
+  readonly bench: () => Promise<BenchStore>;
 }
 
 export const DASHBOARD_PATHS = ['/dashboard', '/dashboard/data', '/dashboard/runs'] as const;
@@ -36,21 +39,21 @@ export function dashboardPage(): string {
 export async function dashboardData(deps: DashboardDeps, run: unknown, retryAfterS: number): Promise<DashboardData> {
   if (run === undefined) {
     const live = deps.live();
-    if (live === null) throw new ApiError('loading', 'The live dashboard starts once the model is loaded.', { retryAfterS });
+    if (live === null) throw new RequestError('loading', 'The live dashboard starts once the model is loaded.', { retryAfterS });
     return live.data();
   }
-  if (typeof run !== 'string' || !isRunPath(run)) throw new ApiError('invalid_value', "run: expected a run's folder name (letters, digits, '.', '_', '-'; at most one '/'), as /dashboard/runs lists them.", { param: 'run' });
+  if (typeof run !== 'string' || !isRunPath(run)) throw new RequestError('invalid_value', "run: expected a run's folder name (letters, digits, '.', '_', '-'; at most one '/'), as /dashboard/runs lists them.", { param: 'run' });
   for (const dir of deps.runDirs) {
     const path = join(dir, ...run.split('/'));
     const recording = await isRecording(path);
     if (!recording && !(await isBenchResult(path))) continue;
     try {
-      return recording ? runData(await readRecording(path)) : await benchData(path, run);
+      return recording ? runData(await readRecording(path)) : await benchData(path, run, await deps.bench());
     } catch (e) {
-      throw new ApiError('invalid_value', `Run '${run}' could not be read: ${(e as Error).message.split(dir).join('<runs>')}`, { param: 'run' });
+      throw new RequestError('invalid_value', `Run '${run}' could not be read: ${(e as Error).message.split(dir).join('<runs>')}`, { param: 'run' });
     }
   }
-  throw new ApiError('route_not_found', `No recorded run named '${run}'; /dashboard/runs lists the runs this server can open.`, { param: 'run' });
+  throw new RequestError('route_not_found', `No recorded run named '${run}'; /dashboard/runs lists the runs this server can open.`, { param: 'run' });
 }
 
 export async function dashboardRuns(deps: DashboardDeps): Promise<{ runs: string[] }> {

@@ -17,8 +17,6 @@ import type { FinishReason } from '../engine/outputs.ts';
 import type { RefusalReason } from '../backend/refusal.ts';
 import { REFUSAL_REASONS } from '../backend/refusal.ts';
 import type { StepKind } from '../engine/step-record.ts';
-import type { Outcome } from '../api/request-log.ts';
-import { OUTCOMES as API_OUTCOMES } from '../api/request-log.ts';
 import type { FlowControl } from '../flow/flow-control.ts';
 import { FLOW_DECISIONS } from '../flow/flow-control.ts';
 import { admissionBuckets, sloBuckets, stepBuckets, tokenLatencyBuckets } from './buckets.ts';
@@ -26,6 +24,13 @@ import { admissionBuckets, sloBuckets, stepBuckets, tokenLatencyBuckets } from '
 // Refusal reasons come from the one vocabulary (backend/refusal.ts); all exist at 0 from the start,
 // so rate() and dashboards see them.
 export const OUTCOMES: readonly FinishReason[] = ['stop', 'length', 'abort', 'error'];
+/**
+ * How an HTTP request ended, the `outcome` label of headroom_api_requests_total. The API decides
+ * which (api/request-log.ts, whose log line says the same word); the labels are named here, under
+ * the API, so the metrics never import it.
+ */
+export type ApiOutcome = 'ok' | 'refused' | 'error' | 'aborted' | 'timeout';
+export const API_OUTCOMES: readonly ApiOutcome[] = ['ok', 'refused', 'error', 'aborted', 'timeout'];
 const STEP_KINDS: readonly StepKind[] = ['prefill', 'decode', 'mixed'];
 
 export interface MetricsOptions {
@@ -172,7 +177,7 @@ export class Metrics {
   }
 
   /** An HTTP request is over (once per request, from its log line). */
-  apiRequest(tenant: string, outcome: Outcome): void {
+  apiRequest(tenant: string, outcome: ApiOutcome): void {
     this.#apiRequests.inc({ tenant: this.#tenantLabel(tenant), outcome });
   }
 
