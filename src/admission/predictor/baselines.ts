@@ -10,7 +10,7 @@
 // Both are plain data (serialisable as they are) and predict in O(k) without allocating.
 // Complexity: fitConstantQuantile O(n log n); fitLinearQuantile O(n·k² + k³ + n log n).
 
-import { accumulate, solveRidge } from './linsolve.ts';
+import { accumulate, solveRidge } from '../../util/linsolve.ts';
 import type { ConstantModel, FeatureRow, LinearQuantileModel } from './predictor.ts';
 import { checkDataset, checkQuantile, checkReal, quantileInPlace } from './quantile.ts';
 
@@ -21,7 +21,7 @@ export interface LinearQuantileOptions {
   readonly quantile: number;
   /** Feature indices to regress on, distinct, at most MAX_LINEAR_COLUMNS. */
   readonly columns: readonly number[];
-  /** Relative ridge λ (see linsolve.ts); 1e-9 by default, enough only to survive a constant column. */
+  /** Relative ridge λ (see util/linsolve.ts); 1e-9 by default, enough only to survive a constant column. */
   readonly ridge?: number;
 }
 

@@ -14,7 +14,7 @@
 //
 // `predict` before the first successful refit is a bug: callers check `ready` and fall back.
 
-import { accumulate, solveRidge } from './linsolve.ts';
+import { accumulate, solveRidge } from '../../util/linsolve.ts';
 import { checkLinearOptions, design, linear, linearModel, type LinearQuantileOptions } from './baselines.ts';
 import type { FeatureRow, LinearQuantileModel, QuantilePredictor } from './predictor.ts';
 import { checkInt, quantileInPlace } from './quantile.ts';

@@ -51,7 +51,7 @@
 // baseChunkTokens, the static behaviour. A fixed target uses the chunk model from its first mixed
 // step, and before that gives minChunkTokens.
 import { bug } from '../../util/bug.ts';
-import { solveRidge } from '../../admission/predictor/linsolve.ts';
+import { solveRidge } from '../../util/linsolve.ts';
 
 export interface StepCostOptions {
   /** Prompt tokens per step at the start of a prompt (the old static chunk; default target's basis). */

@@ -1,5 +1,6 @@
 // Ridge least squares from normal-equation sums, the one solver both the offline throughput
-// baseline and its online version use (so "online equals batch" compares sums, not solvers).
+// baseline and its online version use (so "online equals batch" compares sums, not solvers), and
+// the scheduler's step-cost fit (engine/scheduler/step-cost.ts) too: it sits here, under both.
 //
 // Solves (A + λ·diag(A)) β = b, where A = XᵀX and b = Xᵀy (k × k, row-major, k ≤ 8 or so). The
 // ridge is relative to each column's own sum of squares, so it means the same thing whether a
@@ -10,7 +11,7 @@
 //
 // Complexity: O(k³) time; no allocation beyond the caller's scratch (k² + k values).
 
-import { bug } from '../../util/bug.ts';
+import { bug } from './bug.ts';
 
 /**
  * Smallest squared pivot accepted. S has a unit diagonal, so a pivot² is 1 − R² of that column on
