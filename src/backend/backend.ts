@@ -13,6 +13,10 @@
 // so do auth, the error catalog, metrics, request logs and the drain. `isForwarding` tells them
 // apart.
 //
+// What gateway mode's API uses of the gateway's books (`GatewayLoad`, `LoadEntry`) and its prompt
+// sizer is declared here and implemented in proxy/gateway-load.ts: the seam names no proxy or API
+// type (docs/architecture.md, "Layers").
+//
 // A generation is a stream of events per choice (`index`), ending with exactly one `finish` per
 // choice; the API detokenizes, applies stop strings and frames them. Aborting the signal ends
 // every choice; `stopChoice` ends one (a stop string matched in the front end).
@@ -22,7 +26,6 @@ import type { FinishReason, RequestTimeline } from '../engine/outputs.ts';
 import type { SamplingParams, TokenLogprob } from '../engine/plan.ts';
 import type { EngineSnapshot } from '../engine/snapshot.ts';
 import type { Tokenizer } from '../engine/tokenizer.ts';
-import type { GatewayLoad, PromptSizer } from '../proxy/gateway-load.ts';
 import type { Refusal } from './refusal.ts';
 
 export interface BackendInfo {
@@ -113,6 +116,45 @@ export interface ForwardRequest {
   readonly first?: number;
   /** The client asked for a stream: its first event is due soon (a whole answer's headers come only when it is generated). */
   readonly stream?: boolean;
+}
+
+/** One forwarded request, as the books keep it (`GatewayLoad.begin` to `end`). */
+export interface LoadEntry {
+  readonly arrivalMs: number;
+  readonly deadlineMs: number;
+  readonly promptTokens: number;
+  /** max_tokens × n. */
+  readonly decodeTokens: number;
+  /** Prompt tokens of waiting requests due no later than this one, when it arrived (for the prefill-rate sample). */
+  readonly workAheadAtArrival: number;
+  outputTokens: number;
+  firstOutputMs: number | null;
+  ended: boolean;
+}
+
+/**
+ * One upstream's books of the work the gateway sent it (proxy/gateway-load.ts keeps them): the
+ * snapshot admission control reads, in the shape of an engine's, and each forwarded request's life
+ * in them, which the API reports as its bytes pass.
+ */
+export interface GatewayLoad {
+  /** The books as an engine snapshot (`fresh`: rebuilt even if nothing changed). */
+  snapshot(fresh?: boolean): EngineSnapshot;
+  /** A request goes upstream (after admission); paired with `end`. */
+  begin(r: { readonly arrivalMs: number; readonly deadlineMs: number; readonly promptTokens: number; readonly decodeTokens: number }): LoadEntry;
+  /** `count` output events arrived for `e` at `nowMs`, each `gapMs` after the one before (0 for the first). */
+  output(e: LoadEntry, count: number, gapMs: number, nowMs: number): void;
+  /** A non-streamed answer for `e` arrived whole at `nowMs`, with `count` output tokens (its usage). */
+  wholeOutput(e: LoadEntry, count: number, nowMs: number): void;
+  /** `e` is over, however it ended (idempotent). */
+  end(e: LoadEntry): void;
+}
+
+/** Prompt tokens from prompt bytes, before an upstream is chosen (gateway mode has no tokenizer). */
+export interface PromptSizer {
+  estimateTokens(bytes: number): number;
+  /** An upstream reported a prompt's token count. */
+  learn(bytes: number, tokens: number): void;
 }
 
 /** Where a request would go now, and the books of that upstream, which admission control reads. */

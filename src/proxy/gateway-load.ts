@@ -23,31 +23,24 @@
 //                           a lower bound on the upstream's prefill rate, since TTFT also holds time
 //                           spent waiting for a slot; that errs towards refusing
 //
-// Prompt tokens are estimated from the prompt's bytes (PromptSizer, one per gateway) at a ratio
+// Prompt tokens are estimated from the prompt's bytes (LearnedPromptSizer, one per gateway) at a ratio
 // learned from the usage upstreams report (`stream_options.include_usage`, or a non-streamed body's usage); 4 bytes a token until one
 // does. The estimate, not a tokenizer's count, is what the features hold: training and deciding see
 // the same estimate.
 //
 // Cost: begin/output/end are O(1); a snapshot is rebuilt only when something changed since the last
 // one, in O(in flight · log) (a sort of the waiting requests by deadline).
+//
+// The API reaches the books through the seam (backend/backend.ts declares `GatewayLoad`,
+// `LoadEntry` and `PromptSizer`; this file implements them), so the backend layer never imports the
+// proxy. The two types are re-exported here for the API's gateway handler, which names them from here.
 
+import type { GatewayLoad, LoadEntry, PromptSizer } from '../backend/backend.ts';
 import type { SchedulerSnapshot } from '../engine/scheduler/scheduler.ts';
 import type { EngineSnapshot } from '../engine/snapshot.ts';
 import { Ewma } from '../engine/snapshot.ts';
 
-/** One forwarded request, as the books keep it. */
-export interface LoadEntry {
-  readonly arrivalMs: number;
-  readonly deadlineMs: number;
-  readonly promptTokens: number;
-  /** max_tokens × n. */
-  readonly decodeTokens: number;
-  /** Prompt tokens of waiting requests due no later than this one, when it arrived (for the prefill-rate sample). */
-  readonly workAheadAtArrival: number;
-  outputTokens: number;
-  firstOutputMs: number | null;
-  ended: boolean;
-}
+export type { GatewayLoad, LoadEntry } from '../backend/backend.ts';
 
 /** What the books read of the upstream they keep (the pool knows it). */
 export interface UpstreamFacts {
@@ -64,7 +57,7 @@ export const DEFAULT_BYTES_PER_TOKEN = 4;
  * token until one does). One per gateway: the ratio belongs to the model's tokenizer, not to an
  * upstream, and a prompt's size is needed before its upstream is chosen.
  */
-export class PromptSizer {
+export class LearnedPromptSizer implements PromptSizer {
   readonly #bytesPerToken = new Ewma(0.1);
 
   estimateTokens(bytes: number): number {
@@ -86,7 +79,8 @@ const KV_SCALE = 1000;
 
 const NO_UPSTREAM_FACTS: UpstreamFacts = { slots: () => 0, kvUsage: () => null };
 
-export class GatewayLoad {
+/** One upstream's books (`GatewayLoad`, the seam's view of them). */
+export class GatewayBooks implements GatewayLoad {
   readonly #now: () => number;
   readonly #upstreams: UpstreamFacts;
   readonly #inFlight = new Set<LoadEntry>();

@@ -35,7 +35,7 @@ import type { Clock } from '../engine/clock.ts';
 import { UpstreamMisbehaved, attempt } from './forward.ts';
 import type { AttemptLimits } from './forward.ts';
 import { DEFAULT_FIRST_BYTE_TIMEOUT_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_EVENT_BYTES } from './upstream-limits.ts';
-import { GatewayLoad, PromptSizer } from './gateway-load.ts';
+import { GatewayBooks, LearnedPromptSizer } from './gateway-load.ts';
 import type { Picker } from './picker.ts';
 import type { UpstreamPool } from './pool.ts';
 import type { Upstream } from './upstream.ts';
@@ -70,9 +70,9 @@ const UNKNOWN_CONTEXT = 0;
 export class ProxyBackend implements ForwardingBackend {
   readonly clock: Clock;
   readonly pool: UpstreamPool;
-  readonly sizer = new PromptSizer();
+  readonly sizer = new LearnedPromptSizer();
   /** Each upstream's books, by index. */
-  readonly books: readonly GatewayLoad[];
+  readonly books: readonly GatewayBooks[];
   readonly #picker: Picker;
   readonly #opts: ProxyOptions;
   readonly #agent: Agent;
@@ -95,7 +95,7 @@ export class ProxyBackend implements ForwardingBackend {
       if (!Number.isInteger(v) || v < 1) throw new Error(`ProxyBackend: expected ${k === 'headersTimeoutMs' ? 'upstreamTimeoutMs' : k} to be a positive integer, got ${v}`);
     }
     this.pool = pool;
-    this.books = pool.upstreams.map((u) => new GatewayLoad(() => clock.nowMs(), pool.factsOf(u)));
+    this.books = pool.upstreams.map((u) => new GatewayBooks(() => clock.nowMs(), pool.factsOf(u)));
     this.#picker = picker;
     this.clock = clock;
     this.#opts = opts;

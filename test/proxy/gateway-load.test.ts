@@ -6,11 +6,11 @@ import { test } from 'node:test';
 import { FEATURE_NAMES, NUM_FEATURES, extractFeatures } from '../../src/admission/features.ts';
 import type { AdmissionContext } from '../../src/admission/controller.ts';
 import { promptTokensAhead } from '../../src/engine/snapshot.ts';
-import { GatewayLoad, PromptSizer } from '../../src/proxy/gateway-load.ts';
+import { GatewayBooks, LearnedPromptSizer } from '../../src/proxy/gateway-load.ts';
 
-function books(slots = 0, kv: number | null = null): { load: GatewayLoad; clock: { t: number } } {
+function books(slots = 0, kv: number | null = null): { load: GatewayBooks; clock: { t: number } } {
   const clock = { t: 1000 };
-  return { load: new GatewayLoad(() => clock.t, { slots: () => slots, kvUsage: () => kv }), clock };
+  return { load: new GatewayBooks(() => clock.t, { slots: () => slots, kvUsage: () => kv }), clock };
 }
 
 test('gateway books: waiting, running, prompt work by deadline and remaining decode follow begin/output/end', () => {
@@ -81,7 +81,7 @@ test('gateway books: decode rate is output events per second over all streams, i
 });
 
 test('prompt sizer: 4 bytes a token until usage reports teach the ratio', () => {
-  const sizer = new PromptSizer();
+  const sizer = new LearnedPromptSizer();
   assert.equal(sizer.estimateTokens(400), 100);
   assert.equal(sizer.estimateTokens(0), 1);
   sizer.learn(300, 100);
