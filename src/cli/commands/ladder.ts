@@ -2,86 +2,51 @@
 // Flags are checked here, each with a one-line "expected X, got Y"; the harness is imported
 // inside the action so `--help` stays fast.
 import type { Command } from 'commander';
-import { InvalidArgumentError } from 'commander';
 import path from 'node:path';
 import { UserError } from '../user-error.ts';
-import { positive, positiveInt } from '../option-parsers.ts';
+import { anyText, existingDir, existingFile, intAtLeast0, intAtLeast1, listOf, num, numberAtLeast0, oneOf, positiveNumber } from '../option-parsers.ts';
+import type { OptionValues } from '../option-table.ts';
+import { addOptions, flag, opt, readOptions } from '../option-table.ts';
 import { DEFAULT_LADDER as D } from '../../harness/ladder/config.ts';
 
-const nonNegative = (v: string): number => {
-  const n = Number(v);
-  if (v.trim() === '' || !(n >= 0) || !Number.isFinite(n)) throw new InvalidArgumentError(`expected a number >= 0, got '${v}'`);
-  return n;
-};
-const list = <T>(each: (s: string) => T) => (v: string): T[] => {
-  const parts = v.split(',').map((s) => s.trim());
-  if (parts.some((s) => s === '')) throw new InvalidArgumentError(`expected a comma-separated list, got '${v}'`);
-  return parts.map(each);
-};
-const seed = (v: string): number => {
-  const n = Number(v);
-  if (v.trim() === '' || !Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`expected a non-negative integer seed, got '${v}'`);
-  return n;
-};
+export const LADDER_OPTIONS = [
+  opt('--out <dir>', 'study folder (an existing one is resumed: its finished runs are skipped)', anyText, { required: true }),
+  // Not commander's choices: "expected llama or mock" is the line users and tests know.
+  opt('--runner <runner>', "every server's model runner: llama or mock (mock: tests and smoke runs only)", oneOf(['llama', 'mock']), { default: 'llama' }),
+  opt('--model <file>', 'GGUF model, relative to the repository root (default: the server default)', existingFile),
+  opt('--threads <n>', 'llama.cpp threads', intAtLeast1, { default: String(D.threads) }),
+  opt('--mock-speed <x>', 'mock runner cost multiplier', positiveNumber, { default: String(D.mockSpeed) }),
+  opt('--parallel <n>', "sequence slots; also the calibration's closed-loop workers", intAtLeast1, { default: String(D.parallel) }),
+  // Which ids exist is the harness's to say: checked in the action, before anything runs.
+  opt('--rungs <ids>', 'rungs in ladder order (1-fifo,2-static,3-continuous,4-paged-prefix,5-admission-80,5-admission-95,5-admission-99)', listOf(anyText)),
+  opt('--seeds <list>', 'arrival/workload seeds, one block per (rate, seed)', listOf(intAtLeast0), { default: D.seeds.join(',') }),
+  opt('--rates <list>', 'offered rates, req/s (default: from the closed-loop calibration x --grid)', listOf(positiveNumber)),
+  opt('--grid <list>', 'multiples of the calibrated capacity that make the rate grid', listOf(positiveNumber), { default: D.gridMultipliers.join(',') }),
+  opt('--calibration-s <s>', 'seconds of closed-loop calibration', num('a number of seconds > 1', (n) => n > 1), { default: String(D.calibrationS) }),
+  opt('--duration-s <s>', 'seconds of arrivals per run, warm-up included', positiveNumber, { default: String(D.durationS) }),
+  opt('--warmup-s <s>', 'arrivals in the first seconds are flagged warm-up and not counted', numberAtLeast0, { default: String(D.warmupS) }),
+  opt('--timeout-s <s>', 'client timeout (a slower request is censored)', positiveNumber, { default: String(D.timeoutS) }),
+  opt('--slo-ms <ms>', "the E2E SLO for goodput and every server's budget", positiveNumber, { default: String(D.sloMs) }),
+  opt('--tokens-per-word <r>', 'measured tokens per generated word (docs/benchmarks.md)', positiveNumber, { default: String(D.tokensPerWord) }),
+  opt('--max-slip-p99-ms <ms>', 'a run whose generator slips more is marked invalid', positiveNumber, { default: String(D.maxSlipP99Ms) }),
+  opt('--admission-artifact <file>', 'rung 5: offline predictor artifact (default: the online baseline; mock: results/gate/e2e-gbdt.json)', existingFile),
+  opt('--admission-calibration-traces <dir>', 'rung 5: warm-start traces (mock default: results/gate/collect/round-1)', existingDir),
+  flag('--no-progress', 'no progress bar'),
+  flag('--dry-run', 'print the run order and stop (rates must be given)'),
+];
 
-interface LadderFlags {
-  out: string;
-  runner: 'llama' | 'mock';
-  model?: string;
-  threads: number;
-  mockSpeed: number;
-  parallel: number;
-  rungs: string[];
-  seeds: number[];
-  rates?: number[];
-  grid: number[];
-  calibrationS: number;
-  durationS: number;
-  warmupS: number;
-  timeoutS: number;
-  sloMs: number;
-  tokensPerWord: number;
-  maxSlipP99Ms: number;
-  admissionArtifact?: string;
-  admissionCalibrationTraces?: string;
-  progress: boolean;
-  dryRun: boolean;
-}
+type LadderOptions = OptionValues<typeof LADDER_OPTIONS>;
 
 export function registerLadderCommand(program: Command): void {
-  program
+  const cmd = program
     .command('ladder')
-    .description('the ablation ladder: rungs 1-5 over a rate grid and seeds, a fresh server and a probe per run, resumable (docs/ladder.md)')
-    .requiredOption('--out <dir>', 'study folder (an existing one is resumed: its finished runs are skipped)')
-    .option('--runner <runner>', "every server's model runner: llama or mock (mock: tests and smoke runs only)", (v) => {
-      if (v !== 'llama' && v !== 'mock') throw new InvalidArgumentError(`expected llama or mock, got '${v}'`);
-      return v;
-    }, 'llama')
-    .option('--model <file>', 'GGUF model, relative to the repository root (default: the server default)')
-    .option('--threads <n>', 'llama.cpp threads', positiveInt, D.threads)
-    .option('--mock-speed <x>', 'mock runner cost multiplier', positive, D.mockSpeed)
-    .option('--parallel <n>', 'sequence slots; also the calibration\'s closed-loop workers', positiveInt, D.parallel)
-    .option('--rungs <ids>', 'rungs in ladder order (1-fifo,2-static,3-continuous,4-paged-prefix,5-admission-80,5-admission-95,5-admission-99)', list(String))
-    .option('--seeds <list>', 'arrival/workload seeds, one block per (rate, seed)', list(seed), [...D.seeds])
-    .option('--rates <list>', 'offered rates, req/s (default: from the closed-loop calibration x --grid)', list(positive))
-    .option('--grid <list>', 'multiples of the calibrated capacity that make the rate grid', list(positive), [...D.gridMultipliers])
-    .option('--calibration-s <s>', 'seconds of closed-loop calibration', positive, D.calibrationS)
-    .option('--duration-s <s>', 'seconds of arrivals per run, warm-up included', positive, D.durationS)
-    .option('--warmup-s <s>', 'arrivals in the first seconds are flagged warm-up and not counted', nonNegative, D.warmupS)
-    .option('--timeout-s <s>', 'client timeout (a slower request is censored)', positive, D.timeoutS)
-    .option('--slo-ms <ms>', 'the E2E SLO for goodput and every server\'s budget', positive, D.sloMs)
-    .option('--tokens-per-word <r>', 'measured tokens per generated word (docs/benchmarks.md)', positive, D.tokensPerWord)
-    .option('--max-slip-p99-ms <ms>', 'a run whose generator slips more is marked invalid', positive, D.maxSlipP99Ms)
-    .option('--admission-artifact <file>', 'rung 5: offline predictor artifact (default: the online baseline; mock: results/gate/e2e-gbdt.json)')
-    .option('--admission-calibration-traces <dir>', 'rung 5: warm-start traces (mock default: results/gate/collect/round-1)')
-    .option('--no-progress', 'no progress bar')
-    .option('--dry-run', 'print the run order and stop (rates must be given)', false)
-    .action(async (f: LadderFlags) => {
-      process.exitCode = await ladder(f);
-    });
+    .description('the ablation ladder: rungs 1-5 over a rate grid and seeds, a fresh server and a probe per run, resumable (docs/ladder.md)');
+  addOptions(cmd, LADDER_OPTIONS, 'on-parse').action(async (_flags: unknown, c: Command) => {
+    process.exitCode = await ladder(readOptions(c, LADDER_OPTIONS));
+  });
 }
 
-async function ladder(f: LadderFlags): Promise<number> {
+async function ladder(f: LadderOptions): Promise<number> {
   const { DEFAULT_LADDER, validateLadderConfig } = await import('../../harness/ladder/config.ts');
   const { RUNGS, planRuns } = await import('../../harness/ladder/plan.ts');
   const rungs = f.rungs ?? DEFAULT_LADDER.rungs;
