@@ -21,7 +21,7 @@ import type { EndRequest, Request } from './request.ts';
 import type { Runner } from './runner/runner.ts';
 import type { Scheduler, SchedulerPlan, SchedulerSnapshot } from './scheduler/scheduler.ts';
 import type { EngineSnapshot } from './snapshot.ts';
-import { Ewma } from './snapshot.ts';
+import { Ewma, OutputFractions } from './snapshot.ts';
 import { buildSnapshot } from './snapshot-builder.ts';
 import type { StepKind, StepRecord } from './step-record.ts';
 import { StepLog } from './step-record.ts';
@@ -134,6 +134,8 @@ export class Engine {
   #pending: { readonly outputs: readonly RequestOutput[]; readonly record: StepRecord } | null = null;
   readonly #avgStepMs = new Ewma(EWMA_ALPHA);
   readonly #longStepMs = new Ewma(LONG_EWMA_ALPHA);
+  /** How much of max_tokens finished requests used (the snapshot's outputFractionP90). */
+  readonly #outputFractions = new OutputFractions();
   readonly #prefillRate = new Ewma(EWMA_ALPHA);
   readonly #decodeRate = new Ewma(EWMA_ALPHA);
 
@@ -253,6 +255,7 @@ export class Engine {
       longStepMs: this.#longStepMs.value,
       prefillTokensPerS: this.#prefillRate.value,
       decodeTokensPerS: this.#decodeRate.value,
+      outputFractionP90: this.#outputFractions.value,
     });
     return this.#snapshot;
   }
@@ -427,6 +430,7 @@ export class Engine {
       if (out.finishReason !== null) {
         this.#held.delete(out.requestId);
         this.#snapshot = null;
+        if (out.finishReason === 'stop' || out.finishReason === 'length') this.#outputFractions.add(h.req.outputTokens.length, h.req.maxTokens);
       }
       h.sink(out);
     }

@@ -38,6 +38,14 @@ export interface EngineSnapshot {
   readonly longStepMs: number | null;
   readonly prefillTokensPerS: number | null;
   readonly decodeTokensPerS: number | null;
+  /**
+   * The 90th percentile, over recently finished requests (by EOS, a stop or their cap; not aborted),
+   * of output tokens ÷ max_tokens; null until enough have finished (OutputFractions). 1 when every
+   * request runs to its cap (ignore_eos); well under 1 when outputs end at EOS and max_tokens is only
+   * a cap — so `max_tokens × this` is a length the throughput arithmetic can plan with, learned
+   * from requests that are over, never from the one being decided.
+   */
+  readonly outputFractionP90: number | null;
   /** The scheduler's own view (KV, preemptions, why it stopped taking waiting requests). */
   readonly scheduler: SchedulerSnapshot;
 }
@@ -71,5 +79,48 @@ export class Ewma {
 
   add(x: number): void {
     this.#value = this.#value === null ? x : this.#value + this.#alpha * (x - this.#value);
+  }
+}
+
+/**
+ * The recent share of max_tokens that finished requests used: a ring of the last `capacity`
+ * fractions and their `q`-quantile (null with fewer than `minSamples`). add is O(1); value sorts a
+ * copy of the ring only after a change (at most once per finished request read).
+ */
+export class OutputFractions {
+  readonly #ring: Float64Array;
+  readonly #q: number;
+  readonly #minSamples: number;
+  #next = 0;
+  #size = 0;
+  #cached: number | null = null;
+  #stale = false;
+
+  constructor(o: { readonly capacity?: number; readonly q?: number; readonly minSamples?: number } = {}) {
+    const { capacity = 256, q = 0.9, minSamples = 20 } = o;
+    if (!(capacity >= minSamples && minSamples >= 1)) throw new Error(`OutputFractions: expected capacity ≥ minSamples ≥ 1, got ${capacity}, ${minSamples}`);
+    if (!(q > 0 && q <= 1)) throw new Error(`OutputFractions: expected q in (0, 1], got ${q}`);
+    this.#ring = new Float64Array(capacity);
+    this.#q = q;
+    this.#minSamples = minSamples;
+  }
+
+  /** One finished request: `outputTokens` of its `maxTokens` (a cap of 0 or less says nothing). */
+  add(outputTokens: number, maxTokens: number): void {
+    if (!(maxTokens > 0)) return;
+    this.#ring[this.#next] = Math.min(1, Math.max(0, outputTokens / maxTokens));
+    this.#next = (this.#next + 1) % this.#ring.length;
+    this.#size = Math.min(this.#size + 1, this.#ring.length);
+    this.#stale = true;
+  }
+
+  get value(): number | null {
+    if (this.#size < this.#minSamples) return null;
+    if (this.#stale) {
+      const sorted = this.#ring.slice(0, this.#size).sort();
+      this.#cached = sorted[Math.min(this.#size - 1, Math.ceil(this.#q * this.#size) - 1)]!;
+      this.#stale = false;
+    }
+    return this.#cached;
   }
 }

@@ -203,6 +203,8 @@ export class GatewayBooks implements GatewayLoad {
       longStepMs: this.#longStepMs.value,
       prefillTokensPerS: this.#prefillRate.value,
       decodeTokensPerS: this.#decodeRate.value,
+      // Not learned here yet: the books see output counts but not why a response ended (a cap, EOS or an abort).
+      outputFractionP90: null,
       scheduler,
     });
     return this.#snapshot;
