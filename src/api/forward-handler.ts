@@ -31,10 +31,9 @@
 // would mix the two.
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { ForwardResponse, ForwardingBackend, Placement } from '../backend/backend.ts';
+import type { ForwardResponse, ForwardingBackend, GatewayLoad, LoadEntry, Placement } from '../backend/backend.ts';
 import type { FinishReason } from '../engine/outputs.ts';
 import { PRIORITY_HEADER } from '../flow/priority.ts';
-import type { GatewayLoad, LoadEntry } from '../proxy/gateway-load.ts';
 import { DEFAULT_BYTES_PER_TOKEN } from '../proxy/gateway-load.ts';
 import type { Endpoint } from './envelope.ts';
 import { checkEnvelope } from './envelope.ts';

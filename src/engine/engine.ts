@@ -62,6 +62,8 @@ export interface EngineStats {
   readonly scheduler: SchedulerSnapshot;
   /** The step-time budget (null when the scheduler has none). */
   readonly stepTime: StepTimeStats | null;
+  /** The share of max_tokens recently finished requests used (EngineSnapshot.outputFractionP90). */
+  readonly outputFractionP90: number | null;
 }
 
 export interface StepTimeStats {
@@ -283,6 +285,7 @@ export class Engine {
       failure: this.#failure === null ? null : this.#failure.message,
       scheduler: this.scheduler.snapshot(),
       stepTime: this.stepTimeStats(),
+      outputFractionP90: this.#outputFractions.value,
     };
   }
 

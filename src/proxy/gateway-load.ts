@@ -33,14 +33,12 @@
 //
 // The API reaches the books through the seam (backend/backend.ts declares `GatewayLoad`,
 // `LoadEntry` and `PromptSizer`; this file implements them), so the backend layer never imports the
-// proxy. The two types are re-exported here for the API's gateway handler, which names them from here.
+// proxy.
 
 import type { GatewayLoad, LoadEntry, PromptSizer } from '../backend/backend.ts';
 import type { SchedulerSnapshot } from '../engine/scheduler/scheduler.ts';
 import type { EngineSnapshot } from '../engine/snapshot.ts';
 import { Ewma } from '../engine/snapshot.ts';
-
-export type { GatewayLoad, LoadEntry } from '../backend/backend.ts';
 
 /** What the books read of the upstream they keep (the pool knows it). */
 export interface UpstreamFacts {
