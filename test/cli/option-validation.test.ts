@@ -7,6 +7,7 @@
 // a value (LATER_CHECKS) or why any value is fine (ANY_VALUE). Each case is a real process
 // (bin/headroom.mjs), four at a time.
 import assert from 'node:assert/strict';
+import { existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -146,6 +147,7 @@ for (const c of COMMANDS) {
     const { cases, unexplained } = casesOf(c);
     assert.deepEqual(unexplained, [], 'options whose parser takes every candidate, with no later check or reason here');
     const failures: string[] = [];
+    rmSync(scratch, { recursive: true, force: true });
     await inPool(cases, 4, async (k) => {
       const r = await runCli(k.args, k.env, 30_000);
       const out = r.stdout + r.stderr;
@@ -155,6 +157,7 @@ for (const c of COMMANDS) {
       if (why !== null) failures.push(`${k.name}: ${why}: ${r.stderr.trim().slice(0, 300)}`);
     });
     assert.deepEqual(failures, []);
+    assert.equal(existsSync(scratch), false, `${label} wrote ${scratch}: a case ran past its flags`);
     console.log(`# ${label}: ${cases.length} bad values refused`);
   });
 }
