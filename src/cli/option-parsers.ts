@@ -121,8 +121,8 @@ export function reporting<T>(parse: (text: string) => T, strip?: RegExp): Parser
   };
 }
 
-// The single-message parsers `demo`, `gate` and `ladder` read (their "expected a positive number"
-// for any bad value, 'abc' included, is what their tests and users see).
+// The single-message parsers `demo` and `gate` read, not yet through a table (their "expected a
+// positive number" for any bad value, 'abc' included, is what their tests and users see).
 
 export const positive = (v: string): number => {
   const n = Number(v);
