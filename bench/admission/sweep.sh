@@ -20,7 +20,9 @@
 # conformal-95-aci-headroom (ACI calibration instead of the rolling window, with the shortcut). Without ARTIFACT the
 # conformal arms use the online baseline from a cold start; online-95-headroom(-warm) always does (online-95-headroom-warm is
 # what `headroom serve` runs with no flags: the online baseline, rolling calibration, the shortcut, keep-warm);
-# online-95-headroom-warm-selftrain is that with --admission-self-train on.
+# online-95-headroom-warm-selftrain is that with --admission-self-train on; default is no admission flag at all
+# (whatever this checkout ships). An arm tagged +before (default+before) runs the same flags from another
+# checkout's CLI, BEFORE_BIN=<checkout>/bin/headroom.mjs: an A/B of two commits in one rotation.
 # Output: $OUT/rate-<r>/<arm>/... with one seed, $OUT/seed-<s>/rate-<r>/<arm>/... with several;
 # each run folder holds records.parquet, meta.json, summary.json, stats.json, trace.jsonl, server.log;
 # $OUT/README.md is the table (bench/admission/table.ts). OUT defaults to a new
@@ -43,6 +45,7 @@ if [[ -n "${ARTIFACT:-}" ]]; then
   [[ -n "${CAL_TRACES:-}" ]] && extra="$extra --admission-calibration-traces $CAL_TRACES"
 fi
 declare -A flags=(
+  [default]=""
   [off]="--admission off"
   [conformal-95]="--admission conformal --admission-guarantee 0.95 --admission-headroom off $extra --admission-keep-warm-ms 0"
   [conformal-80]="--admission conformal --admission-guarantee 0.8 --admission-headroom off $extra --admission-keep-warm-ms 0"
@@ -65,12 +68,14 @@ for seed in "${seeds[@]}"; do
 for rate in "${rates[@]}"; do
   for k in "${!arms[@]}"; do
     arm=${arms[$(( (k + i) % ${#arms[@]} ))]}
-    [[ -n "${flags[$arm]+x}" ]] || { echo "unknown arm $arm" >&2; exit 2; }
+    base=${arm%+before}
+    [[ -n "${flags[$base]+x}" ]] || { echo "unknown arm $arm" >&2; exit 2; }
+    checkout_for "$arm"
     if (( ${#seeds[@]} > 1 )); then dir=$out/seed-$seed/rate-$rate/$arm; else dir=$out/rate-$rate/$arm; fi
     mkdir -p "$dir"
     rm -f "$dir/trace.jsonl"
     # shellcheck disable=SC2086
-    pid=$(start_headroom $port "$dir/server.log" $common ${flags[$arm]} --trace-out "$dir/trace.jsonl")
+    pid=$(start_headroom $port "$dir/server.log" $common ${flags[$base]} --trace-out "$dir/trace.jsonl")
     if wait_ready "http://127.0.0.1:$port" /ready "$pid"; then
       SEED=$seed WORKLOAD=$WORKLOAD bench_open "http://127.0.0.1:$port" "$dir" "$rate"
       curl -sf "http://127.0.0.1:$port/stats" >"$dir/stats.json" || true
