@@ -19,7 +19,7 @@ const snapshots: EngineSnapshot[] = Array.from({ length: 64 }, () => {
   return {
     numSteps: 1000, atMs: 1000, numWaiting: rng.int(100), numRunning: rng.int(16), numFreeSeqIds: rng.int(16), maxSequences: 16, numBlocks: 512, numFreeBlocks: rng.int(512), blockSize: 16,
     waitingPromptTokens: rng.int(50_000), runningPromptTokens: rng.int(4000), remainingDecodeTokens: rng.int(8000), promptWorkByDeadline: work,
-    avgStepMs: 20 + rng.uniform() * 30, longStepMs: 30, prefillTokensPerS: 2000, decodeTokensPerS: 300, outputFractionP90: null, scheduler: {} as EngineSnapshot['scheduler'],
+    avgStepMs: 20 + rng.uniform() * 30, longStepMs: 30, prefillTokensPerS: 2000, decodeTokensPerS: 300, outputTokensP90: null, scheduler: {} as EngineSnapshot['scheduler'],
   };
 });
 const features = new Float64Array(NUM_FEATURES);

@@ -11,7 +11,7 @@
 //   `max_tokens: 1000` and ran it for 18–101 s);
 //   no calibrated bound yet (cold start: fewer outcomes than the small-n guard) → admit if the
 //   throughput arithmetic (the queue ahead and its own prefill at the measured prefill rate, its
-//   max_tokens — or the share of max_tokens recent requests used, once known — at the measured
+//   max_tokens — or, when shorter, how long recent outputs ran before EOS (90th percentile) — at the measured
 //   step time, ×2) fits the budget: exploring
 //   is how the bound gets its data, and refusing everything would keep it cold forever — but
 //   admitting everything on a fresh server under overload gave goodput 0 and never calibrated
@@ -172,7 +172,7 @@ export class ConformalController implements AdmissionController {
  */
 function coldStartFits(features: Float64Array, snapshot: EngineSnapshot | null, budgetMs: number, target: 'e2e' | 'ttft'): boolean {
   if (snapshot === null || snapshot.decodeTokensPerS === null || features.length === 0) return true;
-  const est = arithmeticEstimate(features, { maxRunning: Infinity, margin: COLD_START_MARGIN, allowQueue: true, longStepMs: snapshot.longStepMs, outputFraction: snapshot.outputFractionP90 });
+  const est = arithmeticEstimate(features, { maxRunning: Infinity, margin: COLD_START_MARGIN, allowQueue: true, longStepMs: snapshot.longStepMs, outputTokensP90: snapshot.outputTokensP90 });
   return est !== null && (target === 'e2e' ? est.e2eMs : est.ttftMs) <= budgetMs;
 }
 

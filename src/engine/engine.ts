@@ -21,7 +21,7 @@ import type { EndRequest, Request } from './request.ts';
 import type { Runner } from './runner/runner.ts';
 import type { Scheduler, SchedulerPlan, SchedulerSnapshot } from './scheduler/scheduler.ts';
 import type { EngineSnapshot } from './snapshot.ts';
-import { Ewma, OutputFractions } from './snapshot.ts';
+import { Ewma, OutputLengths } from './snapshot.ts';
 import { buildSnapshot } from './snapshot-builder.ts';
 import type { StepKind, StepRecord } from './step-record.ts';
 import { StepLog } from './step-record.ts';
@@ -62,8 +62,8 @@ export interface EngineStats {
   readonly scheduler: SchedulerSnapshot;
   /** The step-time budget (null when the scheduler has none). */
   readonly stepTime: StepTimeStats | null;
-  /** The share of max_tokens recently finished requests used (EngineSnapshot.outputFractionP90). */
-  readonly outputFractionP90: number | null;
+  /** How long outputs run before they end on their own, 90th percentile, tokens (EngineSnapshot.outputTokensP90). */
+  readonly outputTokensP90: number | null;
 }
 
 export interface StepTimeStats {
@@ -136,8 +136,8 @@ export class Engine {
   #pending: { readonly outputs: readonly RequestOutput[]; readonly record: StepRecord } | null = null;
   readonly #avgStepMs = new Ewma(EWMA_ALPHA);
   readonly #longStepMs = new Ewma(LONG_EWMA_ALPHA);
-  /** How much of max_tokens finished requests used (the snapshot's outputFractionP90). */
-  readonly #outputFractions = new OutputFractions();
+  /** How long finished requests' outputs ran, and whether they ended on their own (the snapshot's outputTokensP90). */
+  readonly #outputLengths = new OutputLengths();
   readonly #prefillRate = new Ewma(EWMA_ALPHA);
   readonly #decodeRate = new Ewma(EWMA_ALPHA);
 
@@ -257,7 +257,7 @@ export class Engine {
       longStepMs: this.#longStepMs.value,
       prefillTokensPerS: this.#prefillRate.value,
       decodeTokensPerS: this.#decodeRate.value,
-      outputFractionP90: this.#outputFractions.value,
+      outputTokensP90: this.#outputLengths.value,
     });
     return this.#snapshot;
   }
@@ -285,7 +285,7 @@ export class Engine {
       failure: this.#failure === null ? null : this.#failure.message,
       scheduler: this.scheduler.snapshot(),
       stepTime: this.stepTimeStats(),
-      outputFractionP90: this.#outputFractions.value,
+      outputTokensP90: this.#outputLengths.value,
     };
   }
 
@@ -433,7 +433,7 @@ export class Engine {
       if (out.finishReason !== null) {
         this.#held.delete(out.requestId);
         this.#snapshot = null;
-        if (out.finishReason === 'stop' || out.finishReason === 'length') this.#outputFractions.add(h.req.outputTokens.length, h.req.maxTokens);
+        if (out.finishReason === 'stop' || out.finishReason === 'length') this.#outputLengths.add(h.req.outputTokens.length, out.finishReason === 'stop');
       }
       h.sink(out);
     }

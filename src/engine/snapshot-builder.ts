@@ -15,7 +15,7 @@ export interface SnapshotInputs {
   readonly longStepMs: number | null;
   readonly prefillTokensPerS: number | null;
   readonly decodeTokensPerS: number | null;
-  readonly outputFractionP90: number | null;
+  readonly outputTokensP90: number | null;
 }
 
 export function buildSnapshot(i: SnapshotInputs): EngineSnapshot {
@@ -55,7 +55,7 @@ export function buildSnapshot(i: SnapshotInputs): EngineSnapshot {
     longStepMs: i.longStepMs,
     prefillTokensPerS: i.prefillTokensPerS,
     decodeTokensPerS: i.decodeTokensPerS,
-    outputFractionP90: i.outputFractionP90,
+    outputTokensP90: i.outputTokensP90,
     scheduler: s,
   });
 }

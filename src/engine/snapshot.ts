@@ -39,13 +39,14 @@ export interface EngineSnapshot {
   readonly prefillTokensPerS: number | null;
   readonly decodeTokensPerS: number | null;
   /**
-   * The 90th percentile, over recently finished requests (by EOS, a stop or their cap; not aborted),
-   * of output tokens ÷ max_tokens; null until enough have finished (OutputFractions). 1 when every
-   * request runs to its cap (ignore_eos); well under 1 when outputs end at EOS and max_tokens is only
-   * a cap — so `max_tokens × this` is a length the throughput arithmetic can plan with, learned
-   * from requests that are over, never from the one being decided.
+   * The 90th percentile of how long outputs run before they end on their own (EOS or a stop), in
+   * tokens, over recently finished requests — a Kaplan–Meier estimate, since a request that hit its
+   * max_tokens only says its output would have run at least that long (OutputLengths). Null until
+   * 20 have finished and the estimate reaches the 90th percentile: where every request runs to its
+   * cap (ignore_eos), never. Learned from requests that are over, never from the one being decided;
+   * `min(max_tokens, this)` is a length the throughput arithmetic can plan with.
    */
-  readonly outputFractionP90: number | null;
+  readonly outputTokensP90: number | null;
   /** The scheduler's own view (KV, preemptions, why it stopped taking waiting requests). */
   readonly scheduler: SchedulerSnapshot;
 }
@@ -83,12 +84,18 @@ export class Ewma {
 }
 
 /**
- * The recent share of max_tokens that finished requests used: a ring of the last `capacity`
- * fractions and their `q`-quantile (null with fewer than `minSamples`). add is O(1); value sorts a
- * copy of the ring only after a change (at most once per finished request read).
+ * How long outputs run before they end on their own, from the last `capacity` finished requests:
+ * each is an output length and whether it ended there (EOS or a stop: an event) or was cut at its
+ * max_tokens (right-censored: it would have run at least that long). `value` is the Kaplan–Meier
+ * estimate's `q`-quantile — the least length at which the estimated share of outputs still running
+ * is at most 1 − q — or null with fewer than `minSamples` requests or when the estimate never gets
+ * there (too many cut at their cap to tell). So a max_tokens of 1 (a probe) says almost nothing, and
+ * a workload that runs every request to its cap never gets a length below the cap. add is O(1);
+ * value sorts a copy of the ring only after a change.
  */
-export class OutputFractions {
-  readonly #ring: Float64Array;
+export class OutputLengths {
+  readonly #lengths: Float64Array;
+  readonly #ended: Uint8Array;
   readonly #q: number;
   readonly #minSamples: number;
   #next = 0;
@@ -98,29 +105,47 @@ export class OutputFractions {
 
   constructor(o: { readonly capacity?: number; readonly q?: number; readonly minSamples?: number } = {}) {
     const { capacity = 256, q = 0.9, minSamples = 20 } = o;
-    if (!(capacity >= minSamples && minSamples >= 1)) throw new Error(`OutputFractions: expected capacity ≥ minSamples ≥ 1, got ${capacity}, ${minSamples}`);
-    if (!(q > 0 && q <= 1)) throw new Error(`OutputFractions: expected q in (0, 1], got ${q}`);
-    this.#ring = new Float64Array(capacity);
+    if (!(capacity >= minSamples && minSamples >= 1)) throw new Error(`OutputLengths: expected capacity ≥ minSamples ≥ 1, got ${capacity}, ${minSamples}`);
+    if (!(q > 0 && q < 1)) throw new Error(`OutputLengths: expected q in (0, 1), got ${q}`);
+    this.#lengths = new Float64Array(capacity);
+    this.#ended = new Uint8Array(capacity);
     this.#q = q;
     this.#minSamples = minSamples;
   }
 
-  /** One finished request: `outputTokens` of its `maxTokens` (a cap of 0 or less says nothing). */
-  add(outputTokens: number, maxTokens: number): void {
-    if (!(maxTokens > 0)) return;
-    this.#ring[this.#next] = Math.min(1, Math.max(0, outputTokens / maxTokens));
-    this.#next = (this.#next + 1) % this.#ring.length;
-    this.#size = Math.min(this.#size + 1, this.#ring.length);
+  /** One finished request: `tokens` of output, and whether it ended on its own (false: cut at its cap). */
+  add(tokens: number, endedOnItsOwn: boolean): void {
+    this.#lengths[this.#next] = tokens;
+    this.#ended[this.#next] = endedOnItsOwn ? 1 : 0;
+    this.#next = (this.#next + 1) % this.#lengths.length;
+    this.#size = Math.min(this.#size + 1, this.#lengths.length);
     this.#stale = true;
   }
 
   get value(): number | null {
     if (this.#size < this.#minSamples) return null;
     if (this.#stale) {
-      const sorted = this.#ring.slice(0, this.#size).sort();
-      this.#cached = sorted[Math.min(this.#size - 1, Math.ceil(this.#q * this.#size) - 1)]!;
+      this.#cached = this.#quantile();
       this.#stale = false;
     }
     return this.#cached;
+  }
+
+  #quantile(): number | null {
+    const order = Array.from({ length: this.#size }, (_, i) => i).sort((a, b) => this.#lengths[a]! - this.#lengths[b]! || this.#ended[b]! - this.#ended[a]!);
+    let atRisk = this.#size;
+    let surviving = 1;
+    for (let k = 0; k < order.length; ) {
+      const t = this.#lengths[order[k]!]!;
+      let events = 0;
+      let leaving = 0;
+      for (; k < order.length && this.#lengths[order[k]!]! === t; k++, leaving++) events += this.#ended[order[k]!]!;
+      if (events > 0) {
+        surviving *= 1 - events / atRisk;
+        if (surviving <= 1 - this.#q + 1e-12) return t;
+      }
+      atRisk -= leaving;
+    }
+    return null;
   }
 }

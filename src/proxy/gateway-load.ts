@@ -202,7 +202,7 @@ export class GatewayBooks implements GatewayLoad {
       prefillTokensPerS: this.#prefillRate.value,
       decodeTokensPerS: this.#decodeRate.value,
       // Not learned here yet: the books see output counts but not why a response ended (a cap, EOS or an abort).
-      outputFractionP90: null,
+      outputTokensP90: null,
       scheduler,
     });
     return this.#snapshot;

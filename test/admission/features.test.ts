@@ -68,7 +68,7 @@ function snapshot(over: Partial<EngineSnapshot> = {}): EngineSnapshot {
     ],
     avgStepMs: 25,
     longStepMs: null,
-    outputFractionP90: null,
+    outputTokensP90: null,
     prefillTokensPerS: 2000,
     decodeTokensPerS: 300,
     scheduler: {} as EngineSnapshot['scheduler'],

@@ -17,7 +17,7 @@ const snapshot = {
   numSteps: 100, atMs: 1000, numWaiting: 1, numRunning: 2, numFreeSeqIds: 14, maxSequences: 16, numBlocks: 512, numFreeBlocks: 400, blockSize: 16,
   waitingPromptTokens: 900, runningPromptTokens: 0, remainingDecodeTokens: 300,
   promptWorkByDeadline: [{ deadlineMs: 3000, cumulativeTokens: 400 }, { deadlineMs: 6000, cumulativeTokens: 900 }],
-  avgStepMs: 4, longStepMs: 5, prefillTokensPerS: 3000, decodeTokensPerS: 250, outputFractionP90: null,
+  avgStepMs: 4, longStepMs: 5, prefillTokensPerS: 3000, decodeTokensPerS: 250, outputTokensP90: null,
 } as unknown as EngineSnapshot;
 
 test('rehearsal: leaves the controller untouched, decides as it would, and covers the branches', () => {

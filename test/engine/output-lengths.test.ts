@@ -1,7 +1,8 @@
-// The share of max_tokens finished requests used (EngineSnapshot.outputFractionP90): the ring and its
-// quantile, the engine feeding it from finished requests only, and the throughput arithmetic
-// planning with it — so a generous max_tokens that outputs ending at EOS never reach stops
-// counting as the request's length.
+// How long outputs run before they end on their own (EngineSnapshot.outputTokensP90): the
+// Kaplan–Meier ring and its quantile, the engine feeding it from finished requests, and the
+// throughput arithmetic planning with it — so a generous max_tokens that outputs ending at EOS never
+// reach stops counting as the request's length, while a request cut at its cap (ignore_eos, a
+// max_tokens: 1 probe) counts only as "at least that long".
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { request } from 'undici';
@@ -13,21 +14,41 @@ import { arithmeticEstimate } from '../../src/admission/decision/headroom.ts';
 import { FEATURE_NAMES, NUM_FEATURES, extractFeatures } from '../../src/admission/features.ts';
 import { toPredictor } from '../../src/admission/predictor/predictor.ts';
 import type { EngineSnapshot } from '../../src/engine/snapshot.ts';
-import { OutputFractions } from '../../src/engine/snapshot.ts';
+import { OutputLengths } from '../../src/engine/snapshot.ts';
 import { startTestServer } from '../helpers/headroom.ts';
 
-test('OutputFractions: null below minSamples, then the q-quantile of the last `capacity` shares, clamped to [0, 1]', () => {
-  const f = new OutputFractions({ capacity: 10, q: 0.9, minSamples: 5 });
-  for (let i = 1; i <= 4; i++) f.add(i, 10);
+test('OutputLengths: null below minSamples; with no censoring, the plain 90th percentile', () => {
+  const f = new OutputLengths({ capacity: 20, q: 0.9, minSamples: 10 });
+  for (let i = 1; i <= 9; i++) f.add(i * 10, true);
   assert.equal(f.value, null);
-  f.add(5, 10);
-  assert.equal(f.value, 0.5, 'ceil(0.9 × 5) = the 5th smallest of 0.1..0.5');
-  f.add(0, 0); // a cap of 0 says nothing
-  f.add(30, 10); // clamped: a share is at most 1
-  assert.equal(f.value, 1);
-  // Ten more small shares push every earlier one out of the ring.
-  for (let i = 0; i < 10; i++) f.add(1, 100);
-  assert.equal(f.value, 0.01);
+  f.add(100, true);
+  assert.equal(f.value, 90, 'survival after 90 is 1/10');
+});
+
+test('OutputLengths: a request cut at its cap counts as "at least that long", never as a length', () => {
+  const f = new OutputLengths({ capacity: 64, q: 0.9, minSamples: 10 });
+  // Every request runs to its cap (ignore_eos): nothing ever ends on its own, no length is known.
+  for (let i = 0; i < 30; i++) f.add(100 + i, false);
+  assert.equal(f.value, null);
+  // 30 probes cut at 1 token, then 10 outputs ending at 10..100: the probes leave the risk set at 1
+  // and do not drag the estimate to 1 (a share of max_tokens would read them as 100%).
+  const g = new OutputLengths({ capacity: 64, q: 0.9, minSamples: 10 });
+  for (let i = 0; i < 30; i++) g.add(1, false);
+  for (let i = 1; i <= 10; i++) g.add(i * 10, true);
+  assert.equal(g.value, 90);
+  // Half of the long ones cut at 50 (their cap): what ran past 50 is estimated from those still running.
+  const h = new OutputLengths({ capacity: 64, q: 0.5, minSamples: 4 });
+  for (const [t, e] of [[10, true], [20, true], [50, false], [50, false], [60, true], [70, true]] as const) h.add(t, e);
+  // S(10) = 5/6, S(20) = 4/6, the two cut at 50 leave, S(60) = 4/6 · 1/2 = 1/3 ≤ 0.5.
+  assert.equal(h.value, 60);
+});
+
+test('OutputLengths: the ring forgets the oldest', () => {
+  const f = new OutputLengths({ capacity: 10, q: 0.9, minSamples: 5 });
+  for (let i = 0; i < 10; i++) f.add(500, true);
+  assert.equal(f.value, 500);
+  for (let i = 0; i < 10; i++) f.add(5, true);
+  assert.equal(f.value, 5);
 });
 
 async function complete(url: string, body: Record<string, unknown>): Promise<void> {
@@ -36,24 +57,18 @@ async function complete(url: string, body: Record<string, unknown>): Promise<voi
   await r.body.dump();
 }
 
-test('the engine learns the share from finished requests: 1 when each runs to its cap, well under 1 when outputs end at EOS', async () => {
+test('the engine learns the length from finished requests: none while each runs to its cap, well under the cap when outputs end at EOS', async () => {
   const s = await startTestServer({ mock: { eosProbability: 0.05 } });
   try {
-    for (let i = 0; i < 19; i++) await complete(s.url, { max_tokens: 40, ignore_eos: true });
-    assert.equal(s.headroom.engine.snapshot(true).outputFractionP90, null, 'fewer than 20 finished');
-    await complete(s.url, { max_tokens: 40, ignore_eos: true });
-    assert.equal(s.headroom.engine.snapshot(true).outputFractionP90, 1);
+    for (let i = 0; i < 30; i++) await complete(s.url, { max_tokens: 40, ignore_eos: true });
+    assert.equal(s.headroom.engine.snapshot(true).outputTokensP90, null, 'every output cut at its cap: no length learned');
+    // Geometric lengths with mean 20 under a cap of 400: the 90th percentile is near 45.
+    for (let i = 0; i < 60; i++) await complete(s.url, { max_tokens: 400, temperature: 1, seed: i });
+    const p90 = s.headroom.engine.snapshot(true).outputTokensP90;
+    assert.ok(p90 !== null && p90 > 10 && p90 < 200, String(p90));
+    assert.equal(s.headroom.engine.stats().outputTokensP90, p90, '/stats shows it');
   } finally {
     await s.close();
-  }
-  const n = await startTestServer({ mock: { eosProbability: 0.05 } });
-  try {
-    // Geometric lengths with mean 20 under a cap of 400: the 90th percentile share is near 46/400.
-    for (let i = 0; i < 60; i++) await complete(n.url, { max_tokens: 400, temperature: 1, seed: i });
-    const p90 = n.headroom.engine.snapshot(true).outputFractionP90;
-    assert.ok(p90 !== null && p90 > 0 && p90 < 0.5, String(p90));
-  } finally {
-    await n.close();
   }
 });
 
@@ -61,31 +76,31 @@ function snapshot(over: Partial<EngineSnapshot>): EngineSnapshot {
   return {
     numSteps: 100, atMs: 0, numWaiting: 0, numRunning: 1, numFreeSeqIds: 15, maxSequences: 16, numBlocks: 512, numFreeBlocks: 400, blockSize: 16,
     waitingPromptTokens: 0, runningPromptTokens: 0, remainingDecodeTokens: 100, promptWorkByDeadline: [],
-    avgStepMs: 10, longStepMs: 10, prefillTokensPerS: 2000, decodeTokensPerS: 100, outputFractionP90: null, scheduler: {} as EngineSnapshot['scheduler'],
+    avgStepMs: 10, longStepMs: 10, prefillTokensPerS: 2000, decodeTokensPerS: 100, outputTokensP90: null, scheduler: {} as EngineSnapshot['scheduler'],
     ...over,
   };
 }
 
 const ctx = { requestId: 'r', arrivalMs: 0, sloMs: 4000, numPromptTokens: 200, numCachedTokens: 0, maxTokens: 512, n: 1, numMessages: 1, ttftBudgetMs: null };
 
-test('the arithmetic plans for max_tokens × the share, never more than max_tokens', () => {
+test('the arithmetic plans for the shorter of max_tokens and the learned length', () => {
   const x = extractFeatures(ctx, snapshot({}), new Float64Array(NUM_FEATURES));
   const o = { maxRunning: Infinity, margin: 1, allowQueue: true, longStepMs: 10 };
-  assert.equal(arithmeticEstimate(x, o)!.e2eMs, 100 + 5120, 'no share known: the cap');
-  assert.equal(arithmeticEstimate(x, { ...o, outputFraction: 0.25 })!.e2eMs, 100 + 1280);
-  assert.equal(arithmeticEstimate(x, { ...o, outputFraction: 1.5 })!.e2eMs, 100 + 5120);
+  assert.equal(arithmeticEstimate(x, o)!.e2eMs, 100 + 5120, 'no length known: the cap');
+  assert.equal(arithmeticEstimate(x, { ...o, outputTokensP90: 128 })!.e2eMs, 100 + 1280);
+  assert.equal(arithmeticEstimate(x, { ...o, outputTokensP90: 2000 })!.e2eMs, 100 + 5120, 'never past max_tokens');
   assert.equal(x[FEATURE_NAMES.indexOf('max_tokens')], 512, 'the feature stays the cap the client sent');
 });
 
-test('cold start: a generous max_tokens is refused while the share is unknown, admitted once recent outputs show it is a cap', () => {
+test('cold start: a generous max_tokens is refused while no length is known, admitted once recent outputs show it is only a cap', () => {
   const alpha = 0.05;
   // An uncalibrated bound (no outcomes yet): the cold-start arithmetic decides.
   const model = () => new BoundModel({ kind: 'artifact', predictor: toPredictor({ kind: 'constant', quantile: 0.9, value: 1000, numFeatures: NUM_FEATURES }), description: 'constant' }, createOnlineCalibrator({ mode: 'rolling', score: ratioScore, alpha, initial: [] }));
   const c = new ConformalController({ alpha, e2e: model(), ttft: model() });
-  // ×2 margin: (100 ms prefill + 512 × 10 ms) × 2 = 10.4 s > 4 s; with a share of 0.2: (100 + 1024) × 2 = 2.2 s.
+  // ×2 margin: (100 ms prefill + 512 × 10 ms) × 2 = 10.4 s > 4 s; with outputs of about 100 tokens: (100 + 1000) × 2 = 2.2 s.
   const unknown = snapshot({});
   assert.equal(c.fits(ctx, unknown, extractFeatures(ctx, unknown, new Float64Array(NUM_FEATURES))), false);
-  const known = snapshot({ outputFractionP90: 0.2 });
+  const known = snapshot({ outputTokensP90: 100 });
   const x = extractFeatures(ctx, known, new Float64Array(NUM_FEATURES));
   assert.equal(c.fits(ctx, known, x), true);
   const d = c.decide(ctx, known, x);

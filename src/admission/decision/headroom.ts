@@ -19,9 +19,9 @@
 //   evictable — on the collected traces the free share fell to 0.2 on an engine running one request —
 //   and a request that does not fit waits, which the empty-queue condition sees);
 //   - margin × (its prefill, and the prompt work ahead of it, at the measured prefill rate +
-//     max_tokens steps at the measured step time — max_tokens × the 90th percentile of the share of
-//     max_tokens recent requests used, once 20 have finished: where outputs end at EOS, max_tokens is
-//     only a cap) fits the E2E budget, and margin × the prefill part
+//     max_tokens steps at the measured step time — or fewer: the 90th percentile of how long recent
+//     outputs ran before EOS, when shorter, since where outputs end at EOS max_tokens is only a cap)
+//     fits the E2E budget, and margin × the prefill part
 //     fits the TTFT budget when one is asked. The step time is the larger of the last few steps'
 //     average (the feature) and the engine's long average over about a long request's decode (the
 //     snapshot's longStepMs): an arrival in a lull of a shed overload saw 1.5–2 ms steps and then
@@ -58,8 +58,8 @@ export interface HeadroomView {
   readonly maxSequences: number;
   /** The long step-time average, ms (EngineSnapshot.longStepMs); null or absent: the feature's alone. */
   readonly longStepMs?: number | null;
-  /** The share of max_tokens recent requests used (EngineSnapshot.outputFractionP90); null or absent: all of it. */
-  readonly outputFractionP90?: number | null;
+  /** How long recent outputs ran before EOS, 90th percentile (EngineSnapshot.outputTokensP90); null or absent: max_tokens. */
+  readonly outputTokensP90?: number | null;
 }
 
 const col = (name: FeatureName): number => FEATURE_NAMES.indexOf(name);
@@ -83,7 +83,7 @@ export interface ArithmeticEstimate {
 
 /**
  * margin × (the prompt work ahead of this request and its own prefill at the measured prefill rate,
- * + max_tokens steps — or the share of max_tokens recent requests used, `outputFraction`, when known —
+ * + max_tokens steps — or `outputTokensP90` steps, how long recent outputs ran before EOS, when shorter —
  * at the larger of the recent and the long step time); the prefill part alone as
  * the TTFT. Null when the engine's rates are unmeasured, when a queue exists and `allowQueue` is
  * false, or when the running batch, the waiting requests and this request's choices together exceed
@@ -91,7 +91,7 @@ export interface ArithmeticEstimate {
  */
 export function arithmeticEstimate(
   x: Float64Array,
-  o: { readonly maxRunning: number; readonly margin: number; readonly allowQueue: boolean; readonly longStepMs: number | null; readonly outputFraction?: number | null },
+  o: { readonly maxRunning: number; readonly margin: number; readonly allowQueue: boolean; readonly longStepMs: number | null; readonly outputTokensP90?: number | null },
 ): ArithmeticEstimate | null {
   const prefillRate = x[PREFILL_RATE]!;
   if (!(prefillRate > 0) || !(x[DECODE_RATE]! > 0) || !(x[STEP_MS]! > 0)) return null;
@@ -99,8 +99,8 @@ export function arithmeticEstimate(
   if (x[RUNNING]! + x[WAITING]! + x[CHOICES]! > o.maxRunning) return null;
   const ttftMs = (1000 * (x[WORK_AHEAD]! + x[NEW_PREFILL]!)) / prefillRate;
   const stepMs = Math.max(x[STEP_MS]!, o.longStepMs ?? 0);
-  // Outputs that end at EOS use a share of max_tokens (EngineSnapshot.outputFractionP90): plan for that share, not the cap.
-  const outputTokens = x[MAX_TOKENS]! * Math.min(1, o.outputFraction ?? 1);
+  // Outputs that end at EOS stop short of max_tokens (EngineSnapshot.outputTokensP90): plan for that length when it is shorter.
+  const outputTokens = Math.min(x[MAX_TOKENS]!, o.outputTokensP90 ?? Infinity);
   return { e2eMs: o.margin * (ttftMs + outputTokens * stepMs), ttftMs: o.margin * ttftMs };
 }
 
@@ -168,7 +168,7 @@ export class Headroom {
    * for it, else null. Pure: reads the features and the view, changes nothing.
    */
   estimate(x: Float64Array, view: HeadroomView): ArithmeticEstimate | null {
-    return arithmeticEstimate(x, { maxRunning: Math.max(1, Math.floor(view.maxSequences * this.maxRunningFraction)), margin: this.margin, allowQueue: this.allowQueue, longStepMs: view.longStepMs ?? null, outputFraction: view.outputFractionP90 ?? null });
+    return arithmeticEstimate(x, { maxRunning: Math.max(1, Math.floor(view.maxSequences * this.maxRunningFraction)), margin: this.margin, allowQueue: this.allowQueue, longStepMs: view.longStepMs ?? null, outputTokensP90: view.outputTokensP90 ?? null });
   }
 
   /** Decide for a request the bound did not admit. Takes a probe slot when it answers 'probe'. */
