@@ -12,7 +12,8 @@
 #            (scripts/build-native.mjs), generates the default tiny model and checks its sha256
 #            against deploy/models.sha256, then drops the dev dependencies.
 #   runtime  node and only what runs: node_modules (production), the addon and the llama.cpp
-#            libraries it links, src/, bin/, the model, the entrypoint; a non-root user.
+#            libraries it links, the compiled JavaScript in src/, bin/, the model, the entrypoint;
+#            a non-root user.
 #
 # The benchmark harness's dependencies (DuckDB, Vega, Vega-Lite, resvg, cli-progress,
 # eventsource-parser) are devDependencies: `headroom serve` and `headroom gateway` never import
@@ -52,23 +53,28 @@ COPY deploy/models.sha256 deploy/
 # `headroom serve` uses when it finds no model; the generator is deterministic, so its bytes are
 # checked. A real model is mounted instead (HEADROOM_MODEL, HEADROOM_MODEL_SHA256).
 # --omit=optional as .npmrc says, spelled out: the image must not pick up optional platform packages.
+# Then the server's JavaScript (`npm run build`: dist/src/, the layout of src/), so the runtime needs
+# no tsx at start-up (deploy/README.md, "Size and start-up"), before the prune drops TypeScript.
+COPY tsconfig.build.json ./
 RUN node --import tsx -e "await (await import('./src/model/default-model.ts')).ensureDefaultModel()" \
  && sha256sum -c deploy/models.sha256 \
+ && npm run build \
+ && cp src/admission/self-train/worker-entry.mjs dist/src/admission/self-train/ \
  && npm prune --omit=dev --omit=optional
 
 FROM ${NODE_IMAGE} AS runtime
 RUN groupadd --system --gid 10001 headroom \
  && useradd --system --uid 10001 --gid headroom --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin headroom
 WORKDIR /app
-# Everything is owned by root and read-only to the server's user: it never writes under /app
-# (tsx caches compiled TypeScript under /tmp).
+# Everything is owned by root and read-only to the server's user: it never writes under /app.
 COPY --from=build /app/node_modules/ node_modules/
 COPY --from=build /app/native/build/Release/headroom_llama.node native/build/Release/
 COPY --from=build /app/native/llama-build/bin/ native/llama-build/bin/
 COPY --from=build /app/models/ models/
-COPY package.json tsconfig.json ./
+COPY package.json ./
 COPY bin/ bin/
-COPY src/ src/
+# The compiled JavaScript where src/ is: bin/headroom.mjs finds src/cli/main.js and runs it without tsx.
+COPY --from=build /app/dist/src/ src/
 COPY deploy/entrypoint.sh deploy/models.sha256 deploy/
 ENV NODE_ENV=production \
     HEADROOM_MODE=engine \

@@ -3,7 +3,7 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'native/build/**', 'native/vendor/**', 'results/**', 'docs/**', 'deploy/**'] },
+  { ignores: ['node_modules/**', 'dist/**', 'native/build/**', 'native/vendor/**', 'results/**', 'docs/**', 'deploy/**'] },
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {
