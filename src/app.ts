@@ -287,27 +287,37 @@ export class Headroom {
   }
 
   /**
-   * Real steps through the runner on a scratch sequence before serving: a short prefill and a few
+   * Real steps through the runner on a scratch sequence before serving: a prefill, twice, and a few
    * decode steps, timed, then cleaned up. They warm the backend and seed the engine's running
    * averages, which admission control reads (a cold engine's zero rates are a state no latency
-   * model has seen). The prompt is shorter than a KV block, so the prefix cache gets nothing.
+   * model has seen). The prefill is 64 tokens and the faster of two runs counts: a 12-token prefill
+   * measured mostly a step's fixed cost, and a first step in a fresh process its one-time costs — a
+   * prefill rate 10x too low, under which admission's floor (a request's own prefill at that rate)
+   * refused every demo request as impossible, and nothing admitted ever corrected it. The runner
+   * works on the scratch sequence directly, so the prefix cache gets nothing.
    */
   async #warmUp(): Promise<void> {
     const engine = this.engine;
     const runner = engine.runner;
     const seqId = asSeqId(runner.info.maxSequences - 1);
-    const prompt = runner.tokenizer.tokenize('the river and the stone, the queue and the server', true).slice(0, 12);
+    const prompt = runner.tokenizer.tokenize('the river and the stone, the queue and the server, '.repeat(16), true).slice(0, Math.min(64, runner.info.contextTokens - 8));
     const sampling = { temperature: 0, topP: 1, seed: 0 };
     const item = (tokens: number[], startPos: number, first: boolean) => ({ requestId: 'warm-up', seqId, tokens, startPos, sample: true, resetSampler: first, sampling });
-    let t0 = performance.now();
-    let r = await runner.execute({ kvOps: [], items: [item(prompt, 0, true)] });
-    if (!r.ok) throw new Error(`warm-up step failed: ${r.message}`);
-    const prefillMs = performance.now() - t0;
+    const remove = { kind: 'remove' as const, seqId, p0: 0, p1: -1 };
+    let prefillMs = Infinity;
+    let r: Awaited<ReturnType<typeof runner.execute>> | null = null;
+    for (let i = 0; i < 2; i++) {
+      const t0 = performance.now();
+      r = await runner.execute({ kvOps: i === 0 ? [] : [remove], items: [item(prompt, 0, true)] });
+      if (!r.ok) throw new Error(`warm-up step failed: ${r.message}`);
+      prefillMs = Math.min(prefillMs, performance.now() - t0);
+    }
+    if (r === null || !r.ok) throw new Error('warm-up step failed');
     const numDecode = 4;
-    t0 = performance.now();
+    const t0 = performance.now();
     for (let i = 0; i < numDecode && r.ok; i++) r = await runner.execute({ kvOps: [], items: [item([r.sampled[0]!], prompt.length + i, false)] });
     const decodeMs = (performance.now() - t0) / numDecode;
-    await runner.execute({ kvOps: [{ kind: 'remove', seqId, p0: 0, p1: -1 }], items: [] });
+    await runner.execute({ kvOps: [remove], items: [] });
     if (!r.ok) throw new Error(`warm-up step failed: ${r.message}`);
     engine.seedAverages({ stepMs: decodeMs, prefillTokensPerS: (prompt.length * 1000) / Math.max(prefillMs, 1e-3), decodeTokensPerS: 1000 / Math.max(decodeMs, 1e-3) });
   }

@@ -119,6 +119,8 @@ export class ForwardHandler {
     const stream = response.status === 200 && response.contentType.toLowerCase().startsWith('text/event-stream');
     const outcome = stream ? await this.#pipe(endpoint, response, meter, call, reply) : await this.#whole(response, meter, reply);
     if (!stream && outcome !== null && entry !== null) load?.wholeOutput(entry, meter.numOutputTokens, backend.clock.nowMs());
+    // A single choice's length, ended on its own or at its cap, teaches the books how long outputs run.
+    if (entry !== null && env.n === 1 && (outcome === 'stop' || outcome === 'length')) load?.outputEnded(entry, outcome === 'stop');
     facts.promptTokens = meter.promptTokens;
     facts.billed = [{ numTokens: meter.numOutputTokens }];
     if (meter.promptTokens !== null) sizer?.learn(env.promptBytes, meter.promptTokens);

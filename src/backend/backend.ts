@@ -146,6 +146,8 @@ export interface GatewayLoad {
   output(e: LoadEntry, count: number, gapMs: number, nowMs: number): void;
   /** A non-streamed answer for `e` arrived whole at `nowMs`, with `count` output tokens (its usage). */
   wholeOutput(e: LoadEntry, count: number, nowMs: number): void;
+  /** `e`'s output ended on its own (EOS or a stop: true) or at its max_tokens (false): the books learn output lengths from it. */
+  outputEnded(e: LoadEntry, onItsOwn: boolean): void;
   /** `e` is over, however it ended (idempotent). */
   end(e: LoadEntry): void;
 }

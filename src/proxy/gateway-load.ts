@@ -38,7 +38,7 @@
 import type { GatewayLoad, LoadEntry, PromptSizer } from '../backend/backend.ts';
 import type { SchedulerSnapshot } from '../engine/scheduler/scheduler.ts';
 import type { EngineSnapshot } from '../engine/snapshot.ts';
-import { Ewma } from '../engine/snapshot.ts';
+import { Ewma, OutputLengths } from '../engine/snapshot.ts';
 
 /** What the books read of the upstream they keep (the pool knows it). */
 export interface UpstreamFacts {
@@ -84,6 +84,8 @@ export class GatewayBooks implements GatewayLoad {
   readonly #inFlight = new Set<LoadEntry>();
   readonly #stepMs = new Ewma(0.2);
   readonly #longStepMs = new Ewma(1 / 256);
+  /** How long outputs ran before they ended, as the engine keeps it (EngineSnapshot.outputTokensP90). */
+  readonly #outputLengths = new OutputLengths();
   readonly #prefillRate = new Ewma(0.2);
   readonly #decodeRate = new Ewma(0.3);
   #windowStartMs: number | null = null;
@@ -136,6 +138,12 @@ export class GatewayBooks implements GatewayLoad {
     if (e.ended || count <= 0) return;
     e.outputTokens += count;
     this.#countDecode(count, nowMs);
+    this.#snapshot = null;
+  }
+
+  outputEnded(e: LoadEntry, onItsOwn: boolean): void {
+    if (e.ended) return;
+    this.#outputLengths.add(e.outputTokens, onItsOwn);
     this.#snapshot = null;
   }
 
@@ -201,8 +209,7 @@ export class GatewayBooks implements GatewayLoad {
       longStepMs: this.#longStepMs.value,
       prefillTokensPerS: this.#prefillRate.value,
       decodeTokensPerS: this.#decodeRate.value,
-      // Not learned here yet: the books see output counts but not why a response ended (a cap, EOS or an abort).
-      outputTokensP90: null,
+      outputTokensP90: this.#outputLengths.value,
       scheduler,
     });
     return this.#snapshot;

@@ -15,6 +15,7 @@ import { FEATURE_NAMES, NUM_FEATURES, extractFeatures } from '../../src/admissio
 import { toPredictor } from '../../src/admission/predictor/predictor.ts';
 import type { EngineSnapshot } from '../../src/engine/snapshot.ts';
 import { OutputLengths } from '../../src/engine/snapshot.ts';
+import { startTestGateway } from '../helpers/gateway.ts';
 import { startTestServer } from '../helpers/headroom.ts';
 
 test('OutputLengths: null below minSamples; with no censoring, the plain 90th percentile', () => {
@@ -69,6 +70,22 @@ test('the engine learns the length from finished requests: none while each runs 
     assert.equal(s.headroom.engine.stats().outputTokensP90, p90, '/stats shows it');
   } finally {
     await s.close();
+  }
+});
+
+test("gateway mode: the books learn the same length from the upstream's finish reasons", async () => {
+  const upstream = await startTestServer({ mock: { eosProbability: 0.05 } });
+  const gw = await startTestGateway([upstream.url]);
+  try {
+    const books = () => gw.gateway.backend.books[0]!.snapshot(true).outputTokensP90;
+    for (let i = 0; i < 30; i++) await complete(gw.url, { max_tokens: 40, ignore_eos: true });
+    assert.equal(books(), null, "every output cut at its cap ('length'): no length learned");
+    for (let i = 0; i < 60; i++) await complete(gw.url, { max_tokens: 400, temperature: 1, seed: i });
+    const p90 = books();
+    assert.ok(p90 !== null && p90 > 10 && p90 < 200, String(p90));
+  } finally {
+    await gw.close();
+    await upstream.close();
   }
 });
 
