@@ -72,8 +72,7 @@ export class RequestCall {
   readonly httpRequestId: string;
   /** Set once the request's size is known (bind). */
   ctx: AdmissionContext | null = null;
-  /** What admission saw (empty, and no snapshot, when neither admission nor the trace reads it), and what it decided. */
-  snapshot: EngineSnapshot | null = null;
+  /** The features admission saw (empty when neither admission nor the trace reads them), and what it decided. */
   features: Float64Array = NO_FEATURES;
   decision: AdmissionDecision | null = null;
   /** Set when the drain deadline cut the request: the error its client gets. */
@@ -100,7 +99,7 @@ export class RequestCall {
   }
 
   /** Whether the decision (or the trace) reads a snapshot and features. */
-  get wantsFeatures(): boolean {
+  get #wantsFeatures(): boolean {
     return this.#door.admission.needsFeatures || this.#door.trace !== null;
   }
 
@@ -123,7 +122,7 @@ export class RequestCall {
 
   /** `snapshot`'s features (empty when nothing reads them). */
   featuresOf(snapshot: EngineSnapshot | null): Float64Array {
-    if (!this.wantsFeatures || snapshot === null || this.ctx === null) return NO_FEATURES;
+    if (!this.#wantsFeatures || snapshot === null || this.ctx === null) return NO_FEATURES;
     return extractFeatures(this.ctx, snapshot, new Float64Array(NUM_FEATURES));
   }
 
@@ -137,10 +136,7 @@ export class RequestCall {
   decide<V extends View>(choose?: () => V | null): V | View | null {
     const start = performance.now();
     const view = choose === undefined ? this.#look(this.#read) : choose();
-    if (view !== null) {
-      this.snapshot = view.snapshot;
-      this.features = view.features;
-    }
+    if (view !== null) this.features = view.features;
     const obs = this.#door.obs;
     if (this.bypass) {
       this.facts.bypass = true;
@@ -159,10 +155,9 @@ export class RequestCall {
 
   /** The state `read` gives and its features, read only when something uses them. */
   #look(read: (() => EngineSnapshot | null) | null): View {
-    if (!this.wantsFeatures || read === null) return { snapshot: null, features: NO_FEATURES };
+    if (!this.#wantsFeatures || read === null) return { snapshot: null, features: NO_FEATURES };
     const snapshot = read();
     const view = { snapshot, features: this.featuresOf(snapshot) };
-    this.snapshot = view.snapshot;
     this.features = view.features;
     return view;
   }

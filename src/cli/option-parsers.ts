@@ -18,19 +18,18 @@ function expected(what: string, text: string): never {
 
 /** A finite number; with `ok`, one it accepts ("expected <what>" otherwise). */
 export function num(what = 'a number', ok: (n: number) => boolean = () => true): Parser<number> {
-  return (text) => {
-    const n = Number(text);
-    if (text.trim() === '' || !Number.isFinite(n)) expected('a number', text);
-    if (!ok(n)) expected(what, text);
-    return n;
-  };
+  return numeric('a number', Number.isFinite, what, ok);
 }
 
 /** An integer; with `ok`, one it accepts ("expected <what>" otherwise). */
 export function int(what = 'an integer', ok: (n: number) => boolean = () => true): Parser<number> {
+  return numeric('an integer', Number.isInteger, what, ok);
+}
+
+function numeric(kind: string, isKind: (n: number) => boolean, what: string, ok: (n: number) => boolean): Parser<number> {
   return (text) => {
     const n = Number(text);
-    if (text.trim() === '' || !Number.isInteger(n)) expected('an integer', text);
+    if (text.trim() === '' || !isKind(n)) expected(kind, text);
     if (!ok(n)) expected(what, text);
     return n;
   };
