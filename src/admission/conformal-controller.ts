@@ -12,7 +12,8 @@
 //   no calibrated bound yet (cold start: fewer outcomes than the small-n guard) → admit if the
 //   throughput arithmetic (the queue ahead and its own prefill at the measured prefill rate, its
 //   max_tokens — or, when shorter, how long recent outputs ran before EOS (90th percentile) — at the measured
-//   step time, ×2) fits the budget: exploring
+//   step time, times a safety factor: 2 until its own outcomes calibrate one, decision/cold-start.ts)
+//   fits the budget: exploring
 //   is how the bound gets its data, and refusing everything would keep it cold forever — but
 //   admitting everything on a fresh server under overload gave goodput 0 and never calibrated
 //   (every admitted request timed out, so no outcome ever came back);
@@ -32,10 +33,8 @@ import type { Headroom } from './decision/headroom.ts';
 import { arithmeticEstimate, ownFloorMs } from './decision/headroom.ts';
 import type { GateDecision } from './decision/gate.ts';
 import { RetryAfter } from './decision/retry-after.ts';
+import { COLD_START_MARGIN, ColdStartMargin } from './decision/cold-start.ts';
 import type { SelfTrainer } from './self-train/self-trainer.ts';
-
-/** The cold-start rule's safety factor on the arithmetic estimate: looser than the shortcut's 1.5, since nothing checks it yet. */
-const COLD_START_MARGIN = 2;
 
 export interface ConformalControllerOptions {
   /** Target miscoverage: 0.05 promises 95% of admitted requests inside their budget. */
@@ -49,6 +48,8 @@ export interface ConformalControllerOptions {
   readonly headroom?: Headroom;
   /** Trains the E2E predictor from admitted outcomes and swaps it in (self-train/); none: the E2E model stays as built. */
   readonly selfTrainer?: SelfTrainer;
+  /** The cold-start rule's E2E safety factor, learned from admitted outcomes; default: a fresh one at `alpha`. */
+  readonly coldStart?: ColdStartMargin;
 }
 
 export class ConformalController implements AdmissionController {
@@ -58,6 +59,7 @@ export class ConformalController implements AdmissionController {
   readonly #e2eGate: AdmissionGate;
   readonly #ttftGate: AdmissionGate;
   readonly #retry: RetryAfter;
+  readonly #coldStart: ColdStartMargin;
   #numDecisions = 0;
   /** The latest arrival decided so far, ms: the quotas' clock (see decide). */
   #clockMs = -Infinity;
@@ -70,6 +72,7 @@ export class ConformalController implements AdmissionController {
     this.#e2eGate = o.e2eGate ?? new AdmissionGate();
     this.#ttftGate = o.ttftGate ?? new AdmissionGate();
     this.#retry = o.retryAfter ?? new RetryAfter();
+    this.#coldStart = o.coldStart ?? new ColdStartMargin(o.alpha);
   }
 
   decide(ctx: AdmissionContext, snapshot: EngineSnapshot | null, features: Float64Array): AdmissionDecision {
@@ -86,6 +89,7 @@ export class ConformalController implements AdmissionController {
       ttftPredictionMs: ctx.ttftBudgetMs === null ? null : this.#o.ttft.predict(features),
       sloMs: ctx.sloMs,
       ttftBudgetMs: ctx.ttftBudgetMs,
+      coldEstimateMs: unmarginedEstimate(features, snapshot)?.e2eMs ?? null,
     };
     const e2e = this.#gate(this.#o.e2e, this.#e2eGate, memo.e2ePredictionMs, ctx.sloMs, 'e2e', ctx, snapshot, features);
     let verdict = e2e;
@@ -115,15 +119,15 @@ export class ConformalController implements AdmissionController {
       const floorMs = ownFloorMs(features, target);
       if (floorMs !== null && floorMs > budgetMs) return false;
       const bound = model.bound(model.predict(features));
-      return bound.status === 'uncalibrated' ? coldStartFits(features, snapshot, budgetMs, target) : bound.upper <= budgetMs;
+      return bound.status === 'uncalibrated' ? coldStartFits(features, snapshot, budgetMs, target, this.#coldStart.margin) : bound.upper <= budgetMs;
     };
     return fits(this.#o.e2e, ctx.sloMs, 'e2e') && (ctx.ttftBudgetMs === null || fits(this.#o.ttft, ctx.ttftBudgetMs, 'ttft'));
   }
 
   rehearsal(): AdmissionController {
     const o = this.#o;
-    // The bound models are only read by decide() (predict, bound); observe() is never called on the twin.
-    return new ConformalController({ alpha: o.alpha, e2e: o.e2e, ttft: o.ttft, retryAfter: this.#retry, ...(o.headroom === undefined ? {} : { headroom: o.headroom.fresh() }) });
+    // The bound models and the cold-start factor are only read by decide(); observe() is never called on the twin.
+    return new ConformalController({ alpha: o.alpha, e2e: o.e2e, ttft: o.ttft, retryAfter: this.#retry, coldStart: this.#coldStart, ...(o.headroom === undefined ? {} : { headroom: o.headroom.fresh() }) });
   }
 
   observe(features: Float64Array, decision: AdmissionDecision, outcome: AdmissionOutcome): void {
@@ -135,6 +139,7 @@ export class ConformalController implements AdmissionController {
     }
     if (outcome.e2eMs !== null) {
       this.#o.e2e.observe(features, memo.e2ePredictionMs, outcome.e2eMs, outcome.censored);
+      this.#coldStart.observe(memo.coldEstimateMs ?? null, outcome.e2eMs, outcome.censored, memo.sloMs);
       this.#o.selfTrainer?.observe(features, outcome.e2eMs, outcome.censored, decision.boundMs);
     }
     // Every admitted request teaches the TTFT model, asked for or not: its budget is the client's, its latency is the engine's.
@@ -148,7 +153,7 @@ export class ConformalController implements AdmissionController {
       numDecisions: this.#numDecisions,
       numRefused: this.#numRefused,
       reasons: Object.fromEntries(this.#reasons),
-      e2e: { ...this.#o.e2e.state(), hysteresis: this.#e2eGate.hysteresis.state, explorationGrants: this.#e2eGate.exploration.numGrants, selfTraining: this.#o.selfTrainer?.state() ?? null },
+      e2e: { ...this.#o.e2e.state(), hysteresis: this.#e2eGate.hysteresis.state, explorationGrants: this.#e2eGate.exploration.numGrants, coldStart: this.#coldStart.state(), selfTraining: this.#o.selfTrainer?.state() ?? null },
       ttft: { ...this.#o.ttft.state(), hysteresis: this.#ttftGate.hysteresis.state, explorationGrants: this.#ttftGate.exploration.numGrants },
       headroom: this.#o.headroom?.state() ?? null,
     };
@@ -158,22 +163,29 @@ export class ConformalController implements AdmissionController {
     const bound = model.bound(yhat);
     const floorMs = ownFloorMs(features, target);
     if (floorMs !== null && floorMs > budgetMs) return { admit: false, reason: 'below_floor', boundMs: bound.status === 'calibrated' ? bound.upper : null, explored: null };
-    if (bound.status === 'uncalibrated' && coldStartFits(features, snapshot, budgetMs, target)) return { admit: true, reason: 'explore', boundMs: null, explored: 'uncalibrated' };
+    if (bound.status === 'uncalibrated' && coldStartFits(features, snapshot, budgetMs, target, this.#coldStart.margin)) return { admit: true, reason: 'explore', boundMs: null, explored: 'uncalibrated' };
     return gate.decide({ bound, budgetMs, nowMs: this.#clockMs, engine: snapshot });
   }
 }
 
 /**
- * The cold-start rule: with no calibrated bound, whether the throughput arithmetic says this request
- * fits its budget (true too when the engine is unmeasured: nothing better is known, and the
- * exploration quota's 'cold' case would admit it anyway). No sequence-slot condition: under
- * overload the prompt work queued ahead already outgrows any budget, and a scheduler with few slots
- * (FIFO runs one request at a time) serves a short queue in time.
+ * The cold-start rule: with no calibrated bound, whether the throughput arithmetic times a safety
+ * factor says this request fits its budget — `e2eMargin` for E2E (learned, decision/cold-start.ts),
+ * the fixed COLD_START_MARGIN for TTFT — true too when the engine is unmeasured: nothing better is
+ * known, and the exploration quota's 'cold' case would admit it anyway. No sequence-slot condition:
+ * under overload the prompt work queued ahead already outgrows any budget, and a scheduler with few
+ * slots (FIFO runs one request at a time) serves a short queue in time.
  */
-function coldStartFits(features: Float64Array, snapshot: EngineSnapshot | null, budgetMs: number, target: 'e2e' | 'ttft'): boolean {
+function coldStartFits(features: Float64Array, snapshot: EngineSnapshot | null, budgetMs: number, target: 'e2e' | 'ttft', e2eMargin: number): boolean {
   if (snapshot === null || snapshot.decodeTokensPerS === null || features.length === 0) return true;
-  const est = arithmeticEstimate(features, { maxRunning: Infinity, margin: COLD_START_MARGIN, allowQueue: true, longStepMs: snapshot.longStepMs, outputTokensP90: snapshot.outputTokensP90 });
-  return est !== null && (target === 'e2e' ? est.e2eMs : est.ttftMs) <= budgetMs;
+  const est = unmarginedEstimate(features, snapshot);
+  return est !== null && (target === 'e2e' ? e2eMargin * est.e2eMs : COLD_START_MARGIN * est.ttftMs) <= budgetMs;
+}
+
+/** The throughput arithmetic with no safety factor and no slot condition; null when the engine's rates are unmeasured. */
+function unmarginedEstimate(features: Float64Array, snapshot: EngineSnapshot | null) {
+  if (snapshot === null || features.length === 0) return null;
+  return arithmeticEstimate(features, { maxRunning: Infinity, margin: 1, allowQueue: true, longStepMs: snapshot.longStepMs, outputTokensP90: snapshot.outputTokensP90 });
 }
 
 /**

@@ -34,6 +34,8 @@ export interface DecisionMemo {
   /** The budgets decided against (the under-capacity shortcut checks its own outcomes against them). */
   readonly sloMs: number;
   readonly ttftBudgetMs: number | null;
+  /** The throughput arithmetic's E2E estimate at decision, no safety factor (decision/cold-start.ts learns the factor from it); null or absent: none. */
+  readonly coldEstimateMs?: number | null;
 }
 
 interface DecisionCommon {

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createAdmissionController } from '../../src/admission/factory.ts';
+import { ColdStartMargin } from '../../src/admission/decision/cold-start.ts';
 import type { AdmissionContext } from '../../src/admission/controller.ts';
 import { warmFeatures as features } from '../helpers/admission-features.ts';
 import type { EngineSnapshot } from '../../src/engine/snapshot.ts';
@@ -75,4 +76,63 @@ test('a budget below the request\'s own prefill plus one decode step is refused 
   assert.equal(h.decide(at(105), idle, x).reason, 'below_floor');
   // Rates unmeasured: no floor is known, nothing is refused for it.
   assert.equal(c.decide(at(105, null, 10_000), { ...idle, decodeTokensPerS: null }, features({ running: 0, step_ms_avg: 0, prefill_tokens_per_s: 0, decode_tokens_per_s: 0 })).admit, true);
+});
+
+test('the cold-start factor: 2 until the conformal rank exists, then the rank-th smallest of the newest ratios; a cut past its budget is +∞', () => {
+  const m = new ColdStartMargin(0.05);
+  assert.deepEqual(m.state(), { margin: 2, learned: false, n: 0, minN: 19 });
+  // 18 ratios 0.1..1.8: one short of ⌈(n+1)·0.95⌉ ≤ n.
+  for (let i = 1; i <= 18; i++) m.observe(1000, 100 * i, false, 4000);
+  assert.equal(m.margin, 2);
+  m.observe(1000, 1900, false, 4000);
+  // n = 19: rank ⌈20 × 0.95⌉ = 19, the largest.
+  assert.deepEqual(m.state(), { margin: 1.9, learned: true, n: 19, minN: 19 });
+  // No estimate (rates unmeasured at its decision): nothing learned.
+  m.observe(null, 99_000, false, 4000);
+  assert.equal(m.state().n, 19);
+  // Cut before its budget: its ratio at the cut, a lower bound. Cut past it: a miss, +∞.
+  m.observe(1000, 50, true, 4000);
+  assert.equal(m.state().n, 20);
+  m.observe(1000, 4500, true, 4000);
+  assert.equal(m.margin, Infinity, 'n = 21: rank 21, the +∞ of the cut past its budget');
+  // The window keeps the newest 100: after 100 ratios of 0.5 the old ones are gone.
+  for (let i = 0; i < 100; i++) m.observe(2000, 1000, false, 4000);
+  assert.deepEqual(m.state(), { margin: 0.5, learned: true, n: 100, minN: 19 });
+  // A 99% guarantee needs 99 scores before it learns anything.
+  assert.equal(new ColdStartMargin(0.01).state().minN, 99);
+});
+
+test('uncalibrated: the factor learned from admitted outcomes replaces the fixed 2, both ways', () => {
+  // est = 200 / 2000 s + 250 × 10 ms = 2.6 s: ×2 = 5.2 s > 4 s, refused (past the quota).
+  const x = features({ max_tokens: 250 });
+  const spendQuota = (c: ReturnType<typeof createAdmissionController>, from: number): void => {
+    for (let i = 0; i < 4; i++) c.decide(ctx(from + i), busy, x);
+  };
+  const teach = (c: ReturnType<typeof createAdmissionController>, ratio: number, n: number): void => {
+    const light = features({});
+    for (let i = 0; i < n; i++) {
+      const d = c.decide(ctx(100_000 + i * 1000), busy, light);
+      assert.equal(d.admit, true);
+      assert.equal(d.memo!.coldEstimateMs, 1100, 'the unmargined estimate is kept for the outcome');
+      c.observe(light, d, { e2eMs: ratio * 1100, ttftMs: 50, censored: false });
+    }
+  };
+  const fast = createAdmissionController({ mode: 'conformal', guarantee: 0.95, headroom: false });
+  spendQuota(fast, 0);
+  assert.equal(fast.decide(ctx(5), busy, x).reason, 'uncalibrated');
+  // Outcomes at 1.2× the estimate: 2.6 s × 1.2 = 3.1 s fits.
+  teach(fast, 1.2, 19);
+  spendQuota(fast, 200_000);
+  const d = fast.decide(ctx(200_005), busy, x);
+  assert.deepEqual([d.admit, d.reason], [true, 'explore']);
+  assert.equal(fast.fits!(ctx(200_006), busy, x), true);
+  assert.equal((fast.state() as { e2e: { coldStart: { margin: number } } }).e2e.coldStart.margin, 1.2);
+  // Outcomes at 3× the estimate: what ×2 admitted (the light request, 1.1 s × 2 = 2.2 s) is refused (1.1 × 3 = 3.3 s fits;
+  // a 150-token one, 1.6 s × 2 = 3.2 s, does not: 4.8 s).
+  const slow = createAdmissionController({ mode: 'conformal', guarantee: 0.95, headroom: false });
+  const mid = features({ max_tokens: 150 });
+  assert.equal(slow.fits!(ctx(0), busy, mid), true);
+  teach(slow, 3, 19);
+  assert.equal(slow.fits!(ctx(300_000), busy, mid), false);
+  assert.equal(slow.fits!(ctx(300_001), busy, features({})), true);
 });

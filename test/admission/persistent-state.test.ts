@@ -48,6 +48,9 @@ test('a restart with the same state directory starts with the bound it had; anot
     assert.equal(persistence(again).start, 'warm');
     assert.ok(persistence(again).numReplayed >= 300, `${persistence(again).numReplayed} outcomes replayed`);
     assert.deepEqual(e2e(again), learned, 'the replay rebuilds the same calibration window');
+    const coldStart = (c: AdmissionController) => (c.state() as { e2e: { coldStart: { learned: boolean; n: number; margin: number } } }).e2e.coldStart;
+    assert.equal(coldStart(first).learned, true);
+    assert.deepEqual(coldStart(again), coldStart(first), 'and the cold-start factor (rows keep the unmargined estimate)');
     assert.match(lines.at(-1)!, /warm start from \d+ saved outcomes/);
     // Both go on alike: the same requests get the same decisions.
     serve(first, 50, 400);

@@ -1,0 +1,80 @@
+// The cold-start rule's safety factor, learned from its own outcomes.
+//
+// Until the bound is calibrated (fewer admitted outcomes than the small-n guard, 100), a request is
+// admitted when the throughput arithmetic — the prompt work ahead of it and its own prefill at the
+// measured prefill rate, plus its planned output length at the measured step time — times a safety
+// factor fits its budget (conformal-controller.ts). A fixed factor is a guess: 2 was safe with
+// outputs run to max_tokens, and far too cautious when outputs end at EOS and the planned length is
+// the 90th percentile of a geometric one (a fresh server then refused most of what it could serve).
+//
+// So the factor is calibrated like the bound, only sooner: each admitted outcome's ratio of its
+// E2E latency to the arithmetic's unmargined estimate at its decision is a score, and once there
+// are enough of them for the conformal rank to exist (19 for a 95% guarantee, 99 for 99%) the
+// factor is their ⌈(n+1)(1−α)⌉-th smallest: the split-conformal quantile, so a request admitted on
+// it finishes inside its budget with probability ≥ 1−α when its ratio is exchangeable with the
+// recent ones. Before that, the fixed factor. The window keeps the newest scores only: the rule
+// decides at most until the bound takes over, and the load it admits into drifts as it learns.
+//
+// Censoring: a request cut (cancelled, timed out, failed) past its budget scores +∞ — a miss,
+// whatever its true latency; one cut before its budget scores its ratio at the cut, a lower bound
+// (as the bound's calibration scores it). Outcomes with no estimate (the engine's rates unmeasured
+// at its decision) teach nothing.
+
+import { conformalQuantile, minCalibrationSize, validateAlpha } from '../conformal/quantile.ts';
+
+/** The factor before enough outcomes are in: looser than the shortcut's 1.5, since nothing checks it yet. */
+export const COLD_START_MARGIN = 2;
+/** Scores kept: the newest this many. */
+const WINDOW = 100;
+
+export interface ColdStartMarginState {
+  /** The factor in force. */
+  readonly margin: number;
+  /** Whether it is learned (else the fixed COLD_START_MARGIN). */
+  readonly learned: boolean;
+  /** Scores in the window. */
+  readonly n: number;
+  /** Scores needed before the factor is learned. */
+  readonly minN: number;
+}
+
+export class ColdStartMargin {
+  readonly #alpha: number;
+  readonly #minN: number;
+  readonly #ring = new Float64Array(WINDOW);
+  #next = 0;
+  #size = 0;
+  /** The factor from the current window, recomputed on observe (decisions read it in O(1)). */
+  #margin = COLD_START_MARGIN;
+
+  constructor(alpha: number) {
+    validateAlpha('ColdStartMargin', alpha);
+    this.#alpha = alpha;
+    this.#minN = minCalibrationSize(alpha);
+    if (this.#minN > WINDOW) throw new Error(`ColdStartMargin: a miscoverage of ${alpha} needs ${this.#minN} scores, more than the window of ${WINDOW}`);
+  }
+
+  /** The safety factor on the unmargined arithmetic estimate. */
+  get margin(): number {
+    return this.#margin;
+  }
+
+  /**
+   * One admitted outcome: its unmargined arithmetic estimate at decision (null: none), its E2E
+   * latency (the cut time when censored) and its E2E budget. O(WINDOW log WINDOW).
+   */
+  observe(estimateMs: number | null, e2eMs: number, censored: boolean, budgetMs: number): void {
+    if (estimateMs === null || !(estimateMs > 0) || !(e2eMs >= 0)) return;
+    const score = censored && e2eMs > budgetMs ? Infinity : e2eMs / estimateMs;
+    this.#ring[this.#next] = score;
+    this.#next = (this.#next + 1) % WINDOW;
+    if (this.#size < WINDOW) this.#size++;
+    if (this.#size < this.#minN) return;
+    const sorted = this.#ring.slice(0, this.#size).sort();
+    this.#margin = conformalQuantile(sorted, this.#alpha);
+  }
+
+  state(): ColdStartMarginState {
+    return { margin: this.#margin, learned: this.#size >= this.#minN, n: this.#size, minN: this.#minN };
+  }
+}
