@@ -119,7 +119,7 @@ export class ConformalController implements AdmissionController {
       const floorMs = ownFloorMs(features, target);
       if (floorMs !== null && floorMs > budgetMs) return false;
       const bound = model.bound(model.predict(features));
-      return bound.status === 'uncalibrated' ? coldStartFits(features, snapshot, budgetMs, target, this.#coldStart.margin) : bound.upper <= budgetMs;
+      return bound.status === 'uncalibrated' ? coldStartFits(features, snapshot, budgetMs, target, this.#coldStart) : bound.upper <= budgetMs;
     };
     return fits(this.#o.e2e, ctx.sloMs, 'e2e') && (ctx.ttftBudgetMs === null || fits(this.#o.ttft, ctx.ttftBudgetMs, 'ttft'));
   }
@@ -163,23 +163,24 @@ export class ConformalController implements AdmissionController {
     const bound = model.bound(yhat);
     const floorMs = ownFloorMs(features, target);
     if (floorMs !== null && floorMs > budgetMs) return { admit: false, reason: 'below_floor', boundMs: bound.status === 'calibrated' ? bound.upper : null, explored: null };
-    if (bound.status === 'uncalibrated' && coldStartFits(features, snapshot, budgetMs, target, this.#coldStart.margin)) return { admit: true, reason: 'explore', boundMs: null, explored: 'uncalibrated' };
+    if (bound.status === 'uncalibrated' && coldStartFits(features, snapshot, budgetMs, target, this.#coldStart)) return { admit: true, reason: 'explore', boundMs: null, explored: 'uncalibrated' };
     return gate.decide({ bound, budgetMs, nowMs: this.#clockMs, engine: snapshot });
   }
 }
 
 /**
  * The cold-start rule: with no calibrated bound, whether the throughput arithmetic times a safety
- * factor says this request fits its budget — `e2eMargin` for E2E (learned, decision/cold-start.ts),
- * the fixed COLD_START_MARGIN for TTFT — true too when the engine is unmeasured: nothing better is
+ * factor says this request fits its budget — for E2E the factor `e2e` learned (decision/cold-start.ts),
+ * for TTFT the fixed COLD_START_MARGIN — true too when the engine is unmeasured: nothing better is
  * known, and the exploration quota's 'cold' case would admit it anyway. No sequence-slot condition:
  * under overload the prompt work queued ahead already outgrows any budget, and a scheduler with few
  * slots (FIFO runs one request at a time) serves a short queue in time.
  */
-function coldStartFits(features: Float64Array, snapshot: EngineSnapshot | null, budgetMs: number, target: 'e2e' | 'ttft', e2eMargin: number): boolean {
+function coldStartFits(features: Float64Array, snapshot: EngineSnapshot | null, budgetMs: number, target: 'e2e' | 'ttft', e2e: ColdStartMargin): boolean {
   if (snapshot === null || snapshot.decodeTokensPerS === null || features.length === 0) return true;
   const est = unmarginedEstimate(features, snapshot);
-  return est !== null && (target === 'e2e' ? e2eMargin * est.e2eMs : COLD_START_MARGIN * est.ttftMs) <= budgetMs;
+  if (est === null) return false;
+  return target === 'e2e' ? e2e.fits(est.e2eMs, budgetMs) : COLD_START_MARGIN * est.ttftMs <= budgetMs;
 }
 
 /** The throughput arithmetic with no safety factor and no slot condition; null when the engine's rates are unmeasured. */

@@ -83,7 +83,8 @@ test('the cold-start factor: 2 until the conformal rank exists, then the rank-th
   assert.deepEqual(m.state(), { margin: 2, learned: false, n: 0, minN: 19 });
   // 18 ratios 0.1..1.8: one short of ⌈(n+1)·0.95⌉ ≤ n.
   for (let i = 1; i <= 18; i++) m.observe(1000, 100 * i, false, 4000);
-  assert.equal(m.margin, 2);
+  assert.equal(m.state().margin, 2);
+  assert.equal(m.fits(2000, 4000), true, 'the fixed factor: 2 × 2 s ≤ 4 s');
   m.observe(1000, 1900, false, 4000);
   // n = 19: rank ⌈20 × 0.95⌉ = 19, the largest.
   assert.deepEqual(m.state(), { margin: 1.9, learned: true, n: 19, minN: 19 });
@@ -94,10 +95,20 @@ test('the cold-start factor: 2 until the conformal rank exists, then the rank-th
   m.observe(1000, 50, true, 4000);
   assert.equal(m.state().n, 20);
   m.observe(1000, 4500, true, 4000);
-  assert.equal(m.margin, Infinity, 'n = 21: rank 21, the +∞ of the cut past its budget');
+  assert.equal(m.state().margin, Infinity, 'n = 21: rank 21, the +∞ of the cut past its budget');
+  assert.equal(m.fits(1, 4000), false);
   // The window keeps the newest 100: after 100 ratios of 0.5 the old ones are gone.
   for (let i = 0; i < 100; i++) m.observe(2000, 1000, false, 4000);
   assert.deepEqual(m.state(), { margin: 0.5, learned: true, n: 100, minN: 19 });
+  assert.equal(m.fits(8000, 4000), true, '0.5 × 8 s ≤ 4 s');
+  // A tiny estimate is floored at a quarter of the budget, in the score and in the decision: a 10 ms
+  // one-token request that took 300 ms scores 0.3, not 30 (which set the factor for everything).
+  const t = new ColdStartMargin(0.05);
+  for (let i = 0; i < 19; i++) t.observe(10, 300, false, 4000);
+  assert.equal(t.state().margin, 0.3);
+  assert.equal(t.fits(10, 4000), true);
+  assert.equal(t.fits(13_000, 4000), true, '0.3 × 13 s = 3.9 s');
+  assert.equal(t.fits(14_000, 4000), false);
   // A 99% guarantee needs 99 scores before it learns anything.
   assert.equal(new ColdStartMargin(0.01).state().minN, 99);
 });
@@ -126,7 +137,7 @@ test('uncalibrated: the factor learned from admitted outcomes replaces the fixed
   const d = fast.decide(ctx(200_005), busy, x);
   assert.deepEqual([d.admit, d.reason], [true, 'explore']);
   assert.equal(fast.fits!(ctx(200_006), busy, x), true);
-  assert.equal((fast.state() as { e2e: { coldStart: { margin: number } } }).e2e.coldStart.margin, 1.2);
+  assert.ok(Math.abs((fast.state() as { e2e: { coldStart: { margin: number } } }).e2e.coldStart.margin - 1.2) < 1e-9);
   // Outcomes at 3× the estimate: what ×2 admitted (the light request, 1.1 s × 2 = 2.2 s) is refused (1.1 × 3 = 3.3 s fits;
   // a 150-token one, 1.6 s × 2 = 3.2 s, does not: 4.8 s).
   const slow = createAdmissionController({ mode: 'conformal', guarantee: 0.95, headroom: false });

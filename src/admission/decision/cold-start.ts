@@ -15,6 +15,13 @@
 // recent ones. Before that, the fixed factor. The window keeps the newest scores only: the rule
 // decides at most until the bound takes over, and the load it admits into drifts as it learns.
 //
+// The estimate in a score is floored at a quarter of the request's budget: y / max(ŷ, B/4), and a
+// request fits when q · max(ŷ, B/4) ≤ B. Without the floor a tiny request — a one-token probe the
+// arithmetic puts at 10 ms, which takes 300 ms of HTTP, tokenizing and waiting for a step — scored
+// 30 and set the factor for everything (seen on the first run). Any fixed function of what is known
+// at the decision keeps the quantile valid; the floor only stops requests far inside their budget,
+// whose factor matters least, from setting it for those near it.
+//
 // Censoring: a request cut (cancelled, timed out, failed) past its budget scores +∞ — a miss,
 // whatever its true latency; one cut before its budget scores its ratio at the cut, a lower bound
 // (as the bound's calibration scores it). Outcomes with no estimate (the engine's rates unmeasured
@@ -26,6 +33,8 @@ import { conformalQuantile, minCalibrationSize, validateAlpha } from '../conform
 export const COLD_START_MARGIN = 2;
 /** Scores kept: the newest this many. */
 const WINDOW = 100;
+/** The estimate in a score, and in a decision once the factor is learned, is at least this share of the budget. */
+const FLOOR_SHARE = 0.25;
 
 export interface ColdStartMarginState {
   /** The factor in force. */
@@ -54,9 +63,10 @@ export class ColdStartMargin {
     if (this.#minN > WINDOW) throw new Error(`ColdStartMargin: a miscoverage of ${alpha} needs ${this.#minN} scores, more than the window of ${WINDOW}`);
   }
 
-  /** The safety factor on the unmargined arithmetic estimate. */
-  get margin(): number {
-    return this.#margin;
+  /** Whether a request whose unmargined arithmetic estimate is `estimateMs` fits `budgetMs`. O(1). */
+  fits(estimateMs: number, budgetMs: number): boolean {
+    if (this.#size < this.#minN) return COLD_START_MARGIN * estimateMs <= budgetMs;
+    return this.#margin * Math.max(estimateMs, FLOOR_SHARE * budgetMs) <= budgetMs;
   }
 
   /**
@@ -65,7 +75,7 @@ export class ColdStartMargin {
    */
   observe(estimateMs: number | null, e2eMs: number, censored: boolean, budgetMs: number): void {
     if (estimateMs === null || !(estimateMs > 0) || !(e2eMs >= 0)) return;
-    const score = censored && e2eMs > budgetMs ? Infinity : e2eMs / estimateMs;
+    const score = censored && e2eMs > budgetMs ? Infinity : e2eMs / Math.max(estimateMs, FLOOR_SHARE * budgetMs);
     this.#ring[this.#next] = score;
     this.#next = (this.#next + 1) % WINDOW;
     if (this.#size < WINDOW) this.#size++;
