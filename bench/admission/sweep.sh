@@ -23,6 +23,10 @@
 # online-95-headroom-warm-selftrain is that with --admission-self-train on; default is no admission flag at all
 # (whatever this checkout ships). An arm tagged +before (default+before) runs the same flags from another
 # checkout's CLI, BEFORE_BIN=<checkout>/bin/headroom.mjs: an A/B of two commits in one rotation.
+# llama-server is llama.cpp's own server on the same model, threads, context and slots (start_llama in
+# bench/ladder/lib.sh: LLAMA_SERVER=<binary from bench/peer/build-llama-server.sh>); it cannot be probed
+# for a natural-length workload's EOS token, so such a sweep needs PEER_EOS="--eos-token-id N --vocab-size V"
+# (the values any Headroom run of the same model records in meta.json, workload.natural_length).
 # Output: $OUT/rate-<r>/<arm>/... with one seed, $OUT/seed-<s>/rate-<r>/<arm>/... with several;
 # each run folder holds records.parquet, meta.json, summary.json, stats.json, trace.jsonl, server.log;
 # $OUT/README.md is the table (bench/admission/table.ts). OUT defaults to a new
@@ -62,6 +66,12 @@ declare -A flags=(
   [conformal-95-aci-headroom]="--admission conformal --admission-guarantee 0.95 --admission-calibration aci --admission-headroom on --admission-headroom-queue off $extra --admission-keep-warm-ms 0"
 )
 read -r -a arms <<<"${ARMS:-off conformal-95 conformal-80}"
+for arm in "${arms[@]}"; do
+  if [[ $arm == llama-server ]]; then
+    : "${LLAMA_SERVER:?set LLAMA_SERVER to the llama-server binary (bash bench/peer/build-llama-server.sh)}"
+    if [[ $WORKLOAD == *natural* && -z ${PEER_EOS:-} ]]; then echo 'sweep: llama-server on a natural-length workload needs PEER_EOS="--eos-token-id N --vocab-size V"' >&2; exit 2; fi
+  fi
+done
 read -r -a seeds <<<"${SEEDS:-$SEED}"
 i=0
 for seed in "${seeds[@]}"; do
@@ -69,12 +79,22 @@ for rate in "${rates[@]}"; do
   for k in "${!arms[@]}"; do
     arm=${arms[$(( (k + i) % ${#arms[@]} ))]}
     base=${arm%+before}
-    [[ -n "${flags[$base]+x}" ]] || { echo "unknown arm $arm" >&2; exit 2; }
+    [[ $arm == llama-server || -n "${flags[$base]+x}" ]] || { echo "unknown arm $arm" >&2; exit 2; }
     checkout_for "$arm"
     if (( ${#seeds[@]} > 1 )); then dir=$out/seed-$seed/rate-$rate/$arm; else dir=$out/rate-$rate/$arm; fi
     mkdir -p "$dir"
     rm -f "$dir/trace.jsonl"
     # shellcheck disable=SC2086
+    if [[ $arm == llama-server ]]; then
+      read -r pid proxy < <(start_llama "$port" "$dir/server.log")
+      if wait_ready "http://127.0.0.1:$port" /health "$pid"; then
+        SEED=$seed WORKLOAD=$WORKLOAD BENCH_FLAGS=${PEER_EOS:-} bench_open "http://127.0.0.1:$port" "$dir" "$rate"
+      fi
+      stop_server "$pid"
+      stop_server "$proxy"
+      echo "seed $seed rate $rate $arm done"
+      continue
+    fi
     pid=$(start_headroom $port "$dir/server.log" $common ${flags[$base]} --trace-out "$dir/trace.jsonl")
     if wait_ready "http://127.0.0.1:$port" /ready "$pid"; then
       SEED=$seed WORKLOAD=$WORKLOAD bench_open "http://127.0.0.1:$port" "$dir" "$rate"

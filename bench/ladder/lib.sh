@@ -63,13 +63,14 @@ warm_start() {
 
 # bench_open URL OUT RATE: one open-loop Poisson run of the chat workload into OUT
 # (records.parquet, schedule.parquet, meta.json, summary.json). A failed run is reported, not fatal.
+# BENCH_FLAGS (split on spaces) go to `bench run` as well, e.g. --eos-token-id 260 --vocab-size 8000.
 bench_open() {
   local url=$1 out=$2 rate=$3
   mkdir -p "$out"
   # --model is left out: the harness sends the first name GET /v1/models gives (both servers have it).
   node bin/headroom.mjs bench run --url "$url" --workload "${WORKLOAD:-chat}" --loop open --arrival poisson \
     --rate "$rate" --duration-s "$DURATION_S" --warmup-s "$WARMUP_S" --timeout-s "$TIMEOUT_S" --seed "$SEED" \
-    --tokens-per-word "$TOKENS_PER_WORD" --slo "$SLO_MS" --out "$out" --no-progress --json >"$out/summary.json" || echo "bench run failed: $out" >&2
+    --tokens-per-word "$TOKENS_PER_WORD" --slo "$SLO_MS" --out "$out" --no-progress --json ${BENCH_FLAGS:-} >"$out/summary.json" || echo "bench run failed: $out" >&2
 }
 
 # llama-server listens on port+1; bench/peer/chat-proxy.ts on port adds a logit_bias banning the
