@@ -27,6 +27,7 @@
 import { refusal } from '../backend/refusal.ts';
 import type { EngineSnapshot } from '../engine/snapshot.ts';
 import type { BoundModel } from './bound-model.ts';
+import type { OnlineBound } from './conformal/online-calibrator.ts';
 import type { AdmissionContext, AdmissionController, AdmissionDecision, AdmissionOutcome, DecisionMemo } from './controller.ts';
 import { AdmissionGate } from './decision/gate.ts';
 import type { Headroom } from './decision/headroom.ts';
@@ -50,6 +51,12 @@ export interface ConformalControllerOptions {
   readonly selfTrainer?: SelfTrainer;
   /** The cold-start rule's E2E safety factor, learned from admitted outcomes; default: a fresh one at `alpha`. */
   readonly coldStart?: ColdStartMargin;
+  /**
+   * Once the E2E bound is calibrated, bound E2E by the lesser of it and the arithmetic bound (the
+   * estimate times the factor's quantile at α/2): valid at α only when `e2e` is calibrated at α/2
+   * (the factory does both; decision/cold-start.ts).
+   */
+  readonly arithmeticBound?: boolean;
 }
 
 export class ConformalController implements AdmissionController {
@@ -118,7 +125,7 @@ export class ConformalController implements AdmissionController {
     const fits = (model: BoundModel, budgetMs: number, target: 'e2e' | 'ttft'): boolean => {
       const floorMs = ownFloorMs(features, target);
       if (floorMs !== null && floorMs > budgetMs) return false;
-      const bound = model.bound(model.predict(features));
+      const bound = this.#bound(model, model.predict(features), budgetMs, target, snapshot, features);
       return bound.status === 'uncalibrated' ? coldStartFits(features, snapshot, budgetMs, target, this.#coldStart) : bound.upper <= budgetMs;
     };
     return fits(this.#o.e2e, ctx.sloMs, 'e2e') && (ctx.ttftBudgetMs === null || fits(this.#o.ttft, ctx.ttftBudgetMs, 'ttft'));
@@ -127,7 +134,7 @@ export class ConformalController implements AdmissionController {
   rehearsal(): AdmissionController {
     const o = this.#o;
     // The bound models and the cold-start factor are only read by decide(); observe() is never called on the twin.
-    return new ConformalController({ alpha: o.alpha, e2e: o.e2e, ttft: o.ttft, retryAfter: this.#retry, coldStart: this.#coldStart, ...(o.headroom === undefined ? {} : { headroom: o.headroom.fresh() }) });
+    return new ConformalController({ alpha: o.alpha, e2e: o.e2e, ttft: o.ttft, retryAfter: this.#retry, coldStart: this.#coldStart, arithmeticBound: o.arithmeticBound === true, ...(o.headroom === undefined ? {} : { headroom: o.headroom.fresh() }) });
   }
 
   observe(features: Float64Array, decision: AdmissionDecision, outcome: AdmissionOutcome): void {
@@ -153,14 +160,23 @@ export class ConformalController implements AdmissionController {
       numDecisions: this.#numDecisions,
       numRefused: this.#numRefused,
       reasons: Object.fromEntries(this.#reasons),
-      e2e: { ...this.#o.e2e.state(), hysteresis: this.#e2eGate.hysteresis.state, explorationGrants: this.#e2eGate.exploration.numGrants, coldStart: this.#coldStart.state(), selfTraining: this.#o.selfTrainer?.state() ?? null },
+      e2e: { ...this.#o.e2e.state(), hysteresis: this.#e2eGate.hysteresis.state, explorationGrants: this.#e2eGate.exploration.numGrants, coldStart: this.#coldStart.state(), arithmeticBound: this.#o.arithmeticBound === true, selfTraining: this.#o.selfTrainer?.state() ?? null },
       ttft: { ...this.#o.ttft.state(), hysteresis: this.#ttftGate.hysteresis.state, explorationGrants: this.#ttftGate.exploration.numGrants },
       headroom: this.#o.headroom?.state() ?? null,
     };
   }
 
-  #gate(model: BoundModel, gate: AdmissionGate, yhat: number | null, budgetMs: number, target: 'e2e' | 'ttft', ctx: AdmissionContext, snapshot: EngineSnapshot | null, features: Float64Array): GateDecision {
+  /** The bound in force: the model's, or for E2E with `arithmeticBound` the lesser of it and the arithmetic bound once both exist. */
+  #bound(model: BoundModel, yhat: number | null, budgetMs: number, target: 'e2e' | 'ttft', snapshot: EngineSnapshot | null, features: Float64Array): OnlineBound {
     const bound = model.bound(yhat);
+    if (target !== 'e2e' || this.#o.arithmeticBound !== true || bound.status !== 'calibrated') return bound;
+    const est = unmarginedEstimate(features, snapshot);
+    const arithmetic = est === null ? null : this.#coldStart.halfBound(est.e2eMs, budgetMs);
+    return arithmetic === null || !(arithmetic < bound.upper) ? bound : { status: 'calibrated', upper: arithmetic };
+  }
+
+  #gate(model: BoundModel, gate: AdmissionGate, yhat: number | null, budgetMs: number, target: 'e2e' | 'ttft', ctx: AdmissionContext, snapshot: EngineSnapshot | null, features: Float64Array): GateDecision {
+    const bound = this.#bound(model, yhat, budgetMs, target, snapshot, features);
     const floorMs = ownFloorMs(features, target);
     if (floorMs !== null && floorMs > budgetMs) return { admit: false, reason: 'below_floor', boundMs: bound.status === 'calibrated' ? bound.upper : null, explored: null };
     if (bound.status === 'uncalibrated' && coldStartFits(features, snapshot, budgetMs, target, this.#coldStart)) return { admit: true, reason: 'explore', boundMs: null, explored: 'uncalibrated' };

@@ -64,6 +64,11 @@ export interface AdmissionConfig {
    * (self-train/self-trainer.ts). Ignored with an artifact.
    */
   readonly selfTrain?: boolean;
+  /**
+   * Bound E2E by the lesser of the learned bound and the throughput arithmetic's (its factor
+   * calibrated on the same outcomes), each at half the miscoverage (decision/cold-start.ts).
+   */
+  readonly arithmeticBound?: boolean;
   /** The self-trainer's schedule (tests shorten it). */
   readonly selfTrainOptions?: Pick<SelfTrainerOptions, 'minRows' | 'retrainEvery' | 'ringSize' | 'runJob'>;
 }
@@ -110,23 +115,26 @@ export function createAdmissionController(c: AdmissionConfig): AdmissionControll
     const p = e2eBase.predictor;
     initial = Array.from({ length: ds.numRows }, (_, i) => ({ yhat: Math.max(0, p.predict(ds.x.subarray(i * NUM_FEATURES, (i + 1) * NUM_FEATURES))), y: ds.y[i]! }));
   }
+  // With the arithmetic bound beside it, each of the two is calibrated at α/2: the lesser misses with probability ≤ α.
+  const e2eAlpha = c.arithmeticBound === true ? alpha / 2 : alpha;
   const e2eCalibrator = createOnlineCalibrator({
     mode: c.calibration ?? 'rolling',
     score: ratioScore,
-    alpha,
+    alpha: e2eAlpha,
     initial,
-    minN: warmMinN(c, initial.length, alpha, guarantee),
+    minN: warmMinN(c, initial.length, e2eAlpha, guarantee),
     ...(c.window === undefined ? {} : { window: c.window }),
   });
   const e2e = new BoundModel(e2eBase, e2eCalibrator);
   const selfTrainer =
     c.selfTrain === true && c.artifactPath === undefined
-      ? new SelfTrainer({ target: e2e, alpha, calibration: c.calibration ?? 'rolling', quantile: BASE_QUANTILE, ...(c.window === undefined ? {} : { window: c.window }), ...c.selfTrainOptions, log: (line) => console.error(`headroom: ${line}`) })
+      ? new SelfTrainer({ target: e2e, alpha: e2eAlpha, calibration: c.calibration ?? 'rolling', quantile: BASE_QUANTILE, ...(c.window === undefined ? {} : { window: c.window }), ...c.selfTrainOptions, log: (line) => console.error(`headroom: ${line}`) })
       : undefined;
   const controller = new ConformalController({
     alpha,
     e2e,
     ...(selfTrainer === undefined ? {} : { selfTrainer }),
+    arithmeticBound: c.arithmeticBound === true,
     ttft: new BoundModel(online(TTFT_COLUMNS), calibrator()),
     ...(c.headroom === false ? {} : { headroom: new Headroom({ alpha, allowQueue: c.headroomQueue !== false, ...(c.headroomBatchShare === undefined ? {} : { maxRunningFraction: c.headroomBatchShare }) }) }),
   });

@@ -80,14 +80,14 @@ test('a budget below the request\'s own prefill plus one decode step is refused 
 
 test('the cold-start factor: 2 until the conformal rank exists, then the rank-th smallest of the newest ratios; a cut past its budget is +∞', () => {
   const m = new ColdStartMargin(0.05);
-  assert.deepEqual(m.state(), { margin: 2, learned: false, n: 0, minN: 19 });
+  assert.deepEqual(m.state(), { margin: 2, learned: false, n: 0, minN: 19, halfMargin: null });
   // 18 ratios 0.1..1.8: one short of ⌈(n+1)·0.95⌉ ≤ n.
   for (let i = 1; i <= 18; i++) m.observe(1000, 100 * i, false, 4000);
   assert.equal(m.state().margin, 2);
   assert.equal(m.fits(2000, 4000), true, 'the fixed factor: 2 × 2 s ≤ 4 s');
   m.observe(1000, 1900, false, 4000);
   // n = 19: rank ⌈20 × 0.95⌉ = 19, the largest.
-  assert.deepEqual(m.state(), { margin: 1.9, learned: true, n: 19, minN: 19 });
+  assert.deepEqual(m.state(), { margin: 1.9, learned: true, n: 19, minN: 19, halfMargin: null });
   // No estimate (rates unmeasured at its decision): nothing learned.
   m.observe(null, 99_000, false, 4000);
   assert.equal(m.state().n, 19);
@@ -99,7 +99,7 @@ test('the cold-start factor: 2 until the conformal rank exists, then the rank-th
   assert.equal(m.fits(1, 4000), false);
   // The window keeps the newest 100: after 100 ratios of 0.5 the old ones are gone.
   for (let i = 0; i < 100; i++) m.observe(2000, 1000, false, 4000);
-  assert.deepEqual(m.state(), { margin: 0.5, learned: true, n: 100, minN: 19 });
+  assert.deepEqual(m.state(), { margin: 0.5, learned: true, n: 100, minN: 19, halfMargin: 0.5 });
   assert.equal(m.fits(8000, 4000), true, '0.5 × 8 s ≤ 4 s');
   // A tiny estimate is floored at a quarter of the budget, in the score and in the decision: a 10 ms
   // one-token request that took 300 ms scores 0.3, not 30 (which set the factor for everything).
@@ -146,4 +146,43 @@ test('uncalibrated: the factor learned from admitted outcomes replaces the fixed
   teach(slow, 3, 19);
   assert.equal(slow.fits!(ctx(300_000), busy, mid), false);
   assert.equal(slow.fits!(ctx(300_001), busy, features({})), true);
+});
+
+test('--admission-arithmetic-bound: the lesser of the learned bound and the arithmetic one, each at half the miscoverage', () => {
+  const m = new ColdStartMargin(0.05);
+  for (let i = 1; i <= 38; i++) m.observe(1000, 10 * i, false, 4000);
+  assert.equal(m.state().halfMargin, null, 'rank ⌈(n+1)·0.975⌉ ≤ n needs n ≥ 39');
+  assert.equal(m.halfBound(2000, 4000), null);
+  m.observe(1000, 390, false, 4000);
+  assert.equal(m.state().halfMargin, 0.39);
+  assert.equal(m.halfBound(2000, 4000), 780);
+  assert.equal(m.halfBound(10, 4000), 390, 'floored at a quarter of the budget');
+
+  // Latency is the arithmetic exactly (prefill + 100 steps at a step time the learned baseline does not read).
+  const stepOf = (i: number): number => 2 + (i % 10) * 4;
+  const teach = (c: ReturnType<typeof createAdmissionController>): void => {
+    for (let i = 0; i < 150; i++) {
+      const x = features({ step_ms_avg: stepOf(i) });
+      const d = c.decide(ctx(i * 1000), busy, x);
+      c.observe(x, d, { e2eMs: 100 + 100 * stepOf(i), ttftMs: 100, censored: false });
+    }
+  };
+  const at = (sloMs: number): AdmissionContext => ({ ...ctx(1_000_000), sloMs });
+  const quick = features({ step_ms_avg: 2 });
+  const both = createAdmissionController({ mode: 'conformal', guarantee: 0.95, headroom: false, arithmeticBound: true });
+  const learnedOnly = createAdmissionController({ mode: 'conformal', guarantee: 0.95, headroom: false });
+  teach(both);
+  teach(learnedOnly);
+  type S = { e2e: { calibration: { status: string; alpha: number }; coldStart: { halfMargin: number } } };
+  assert.equal((both.state() as S).e2e.calibration.status, 'calibrated');
+  assert.ok(Math.abs((both.state() as S).e2e.calibration.alpha - 0.025) < 1e-9, 'the learned bound at half the miscoverage');
+  assert.ok(Math.abs((learnedOnly.state() as S).e2e.calibration.alpha - 0.05) < 1e-9);
+  // The learned bound cannot see the step time: it bounds every request near the slowest; the arithmetic sees it.
+  const alone = learnedOnly.decide(at(2000), busy, quick);
+  assert.equal(alone.admit, false);
+  assert.ok(alone.boundMs! > 2000, `learned bound ${alone.boundMs}`);
+  const d = both.decide(at(2000), busy, quick);
+  assert.deepEqual([d.admit, d.reason], [true, 'fits']);
+  // 300 ms of arithmetic, floored at 500 (a quarter of 2 s), times the factor at α/2 (1: the latencies were the arithmetic).
+  assert.equal(d.boundMs, 500 * (both.state() as S).e2e.coldStart.halfMargin);
 });
