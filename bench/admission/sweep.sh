@@ -86,12 +86,7 @@ for rate in "${rates[@]}"; do
     rm -f "$dir/trace.jsonl"
     # shellcheck disable=SC2086
     if [[ $arm == llama-server ]]; then
-      read -r pid proxy < <(start_llama "$port" "$dir/server.log")
-      if wait_ready "http://127.0.0.1:$port" /health "$pid"; then
-        SEED=$seed WORKLOAD=$WORKLOAD BENCH_FLAGS=${PEER_EOS:-} bench_open "http://127.0.0.1:$port" "$dir" "$rate"
-      fi
-      stop_server "$pid"
-      stop_server "$proxy"
+      SEED=$seed WORKLOAD=$WORKLOAD BENCH_FLAGS=${PEER_EOS:-} run_peer $port "$dir" "$rate" llama-server
       echo "seed $seed rate $rate $arm done"
       continue
     fi

@@ -32,6 +32,7 @@ import type { AdmissionContext, AdmissionController, AdmissionDecision, Admissio
 import { AdmissionGate } from './decision/gate.ts';
 import type { Headroom } from './decision/headroom.ts';
 import { arithmeticEstimate, ownFloorMs } from './decision/headroom.ts';
+import type { ArithmeticEstimate } from './decision/headroom.ts';
 import type { GateDecision } from './decision/gate.ts';
 import { RetryAfter } from './decision/retry-after.ts';
 import { COLD_START_MARGIN, ColdStartMargin } from './decision/cold-start.ts';
@@ -91,16 +92,18 @@ export class ConformalController implements AdmissionController {
     // The quotas and probes count on the latest arrival decided so far: monotone, on the same clock,
     // and never later than now.
     this.#clockMs = Math.max(this.#clockMs, ctx.arrivalMs);
+    // The throughput arithmetic, once per decision: the cold-start rule, the arithmetic bound and the memo read it.
+    const est = unmarginedEstimate(features, snapshot);
     const memo: DecisionMemo = {
       e2ePredictionMs: this.#o.e2e.predict(features),
       ttftPredictionMs: ctx.ttftBudgetMs === null ? null : this.#o.ttft.predict(features),
       sloMs: ctx.sloMs,
       ttftBudgetMs: ctx.ttftBudgetMs,
-      coldEstimateMs: unmarginedEstimate(features, snapshot)?.e2eMs ?? null,
+      coldEstimateMs: est?.e2eMs ?? null,
     };
-    const e2e = this.#gate(this.#o.e2e, this.#e2eGate, memo.e2ePredictionMs, ctx.sloMs, 'e2e', ctx, snapshot, features);
+    const e2e = this.#gate(this.#o.e2e, this.#e2eGate, memo.e2ePredictionMs, ctx.sloMs, 'e2e', snapshot, features, est);
     let verdict = e2e;
-    if (verdict.admit && ctx.ttftBudgetMs !== null) verdict = this.#gate(this.#o.ttft, this.#ttftGate, memo.ttftPredictionMs, ctx.ttftBudgetMs, 'ttft', ctx, snapshot, features);
+    if (verdict.admit && ctx.ttftBudgetMs !== null) verdict = this.#gate(this.#o.ttft, this.#ttftGate, memo.ttftPredictionMs, ctx.ttftBudgetMs, 'ttft', snapshot, features, est);
     let reason: string = verdict.reason;
     if (!verdict.admit && verdict.reason !== 'below_floor' && this.#o.headroom !== undefined) {
       const h = this.#o.headroom.decide(features, snapshot, ctx.sloMs, ctx.ttftBudgetMs, this.#clockMs);
@@ -122,11 +125,12 @@ export class ConformalController implements AdmissionController {
   }
 
   fits(ctx: AdmissionContext, snapshot: EngineSnapshot | null, features: Float64Array): boolean {
+    const est = unmarginedEstimate(features, snapshot);
     const fits = (model: BoundModel, budgetMs: number, target: 'e2e' | 'ttft'): boolean => {
       const floorMs = ownFloorMs(features, target);
       if (floorMs !== null && floorMs > budgetMs) return false;
-      const bound = this.#bound(model, model.predict(features), budgetMs, target, snapshot, features);
-      return bound.status === 'uncalibrated' ? coldStartFits(features, snapshot, budgetMs, target, this.#coldStart) : bound.upper <= budgetMs;
+      const bound = this.#bound(model, model.predict(features), budgetMs, target, est);
+      return bound.status === 'uncalibrated' ? coldStartFits(snapshot, features, est, budgetMs, target, this.#coldStart) : bound.upper <= budgetMs;
     };
     return fits(this.#o.e2e, ctx.sloMs, 'e2e') && (ctx.ttftBudgetMs === null || fits(this.#o.ttft, ctx.ttftBudgetMs, 'ttft'));
   }
@@ -167,40 +171,38 @@ export class ConformalController implements AdmissionController {
   }
 
   /** The bound in force: the model's, or for E2E with `arithmeticBound` the lesser of it and the arithmetic bound once both exist. */
-  #bound(model: BoundModel, yhat: number | null, budgetMs: number, target: 'e2e' | 'ttft', snapshot: EngineSnapshot | null, features: Float64Array): OnlineBound {
+  #bound(model: BoundModel, yhat: number | null, budgetMs: number, target: 'e2e' | 'ttft', est: ArithmeticEstimate | null): OnlineBound {
     const bound = model.bound(yhat);
     if (target !== 'e2e' || this.#o.arithmeticBound !== true || bound.status !== 'calibrated') return bound;
-    const est = unmarginedEstimate(features, snapshot);
     const arithmetic = est === null ? null : this.#coldStart.halfBound(est.e2eMs, budgetMs);
     return arithmetic === null || !(arithmetic < bound.upper) ? bound : { status: 'calibrated', upper: arithmetic };
   }
 
-  #gate(model: BoundModel, gate: AdmissionGate, yhat: number | null, budgetMs: number, target: 'e2e' | 'ttft', ctx: AdmissionContext, snapshot: EngineSnapshot | null, features: Float64Array): GateDecision {
-    const bound = this.#bound(model, yhat, budgetMs, target, snapshot, features);
+  #gate(model: BoundModel, gate: AdmissionGate, yhat: number | null, budgetMs: number, target: 'e2e' | 'ttft', snapshot: EngineSnapshot | null, features: Float64Array, est: ArithmeticEstimate | null): GateDecision {
+    const bound = this.#bound(model, yhat, budgetMs, target, est);
     const floorMs = ownFloorMs(features, target);
     if (floorMs !== null && floorMs > budgetMs) return { admit: false, reason: 'below_floor', boundMs: bound.status === 'calibrated' ? bound.upper : null, explored: null };
-    if (bound.status === 'uncalibrated' && coldStartFits(features, snapshot, budgetMs, target, this.#coldStart)) return { admit: true, reason: 'explore', boundMs: null, explored: 'uncalibrated' };
+    if (bound.status === 'uncalibrated' && coldStartFits(snapshot, features, est, budgetMs, target, this.#coldStart)) return { admit: true, reason: 'explore', boundMs: null, explored: 'uncalibrated' };
     return gate.decide({ bound, budgetMs, nowMs: this.#clockMs, engine: snapshot });
   }
 }
 
 /**
- * The cold-start rule: with no calibrated bound, whether the throughput arithmetic times a safety
+ * The cold-start rule: with no calibrated bound, whether the throughput arithmetic `est` times a safety
  * factor says this request fits its budget — for E2E the factor `e2e` learned (decision/cold-start.ts),
  * for TTFT the fixed COLD_START_MARGIN — true too when the engine is unmeasured: nothing better is
  * known, and the exploration quota's 'cold' case would admit it anyway. No sequence-slot condition:
  * under overload the prompt work queued ahead already outgrows any budget, and a scheduler with few
  * slots (FIFO runs one request at a time) serves a short queue in time.
  */
-function coldStartFits(features: Float64Array, snapshot: EngineSnapshot | null, budgetMs: number, target: 'e2e' | 'ttft', e2e: ColdStartMargin): boolean {
+function coldStartFits(snapshot: EngineSnapshot | null, features: Float64Array, est: ArithmeticEstimate | null, budgetMs: number, target: 'e2e' | 'ttft', e2e: ColdStartMargin): boolean {
   if (snapshot === null || snapshot.decodeTokensPerS === null || features.length === 0) return true;
-  const est = unmarginedEstimate(features, snapshot);
   if (est === null) return false;
   return target === 'e2e' ? e2e.fits(est.e2eMs, budgetMs) : COLD_START_MARGIN * est.ttftMs <= budgetMs;
 }
 
 /** The throughput arithmetic with no safety factor and no slot condition; null when the engine's rates are unmeasured. */
-function unmarginedEstimate(features: Float64Array, snapshot: EngineSnapshot | null) {
+function unmarginedEstimate(features: Float64Array, snapshot: EngineSnapshot | null): ArithmeticEstimate | null {
   if (snapshot === null || features.length === 0) return null;
   return arithmeticEstimate(features, { maxRunning: Infinity, margin: 1, allowQueue: true, longStepMs: snapshot.longStepMs, outputTokensP90: snapshot.outputTokensP90 });
 }
