@@ -140,8 +140,9 @@ ChatRendered ChatTemplates::render(const std::string& requestJson, bool literalC
     inputs.add_generation_prompt = false;
   }
   inputs.reasoning_format = common_reasoning_format_from_name(body.value("reasoning_format", std::string("deepseek")));
-  // The clock templates read (strftime_now, Llama 3's "Today Date"); tests pin it to compare with
-  // fixtures made on another day. Seconds since the epoch.
+  // Seconds since the epoch, handed to llama.cpp's inputs.now. At the vendored commit llama.cpp does
+  // not read it: strftime_now, `datetime` and `date_string` come from the wall clock, in llama-server
+  // as here, so the fixture test compares a recorded date as today's (chat-fixtures.test.ts).
   if (body.contains("now")) inputs.now = std::chrono::system_clock::time_point(std::chrono::seconds(body.value("now", static_cast<int64_t>(0))));
   inputs.enable_thinking = supportsThinking_;
   // llama-server's default (common/arg.cpp): earlier turns keep their reasoning; a request may say otherwise.
