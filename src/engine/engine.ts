@@ -21,7 +21,7 @@ import type { EndRequest, Request } from './request.ts';
 import type { Runner } from './runner/runner.ts';
 import type { Scheduler, SchedulerPlan, SchedulerSnapshot } from './scheduler/scheduler.ts';
 import type { EngineSnapshot } from './snapshot.ts';
-import { Ewma, OutputLengths } from './snapshot.ts';
+import { Ewma, OutputLengths, StepTimesByBatch } from './snapshot.ts';
 import { buildSnapshot } from './snapshot-builder.ts';
 import type { StepKind, StepRecord } from './step-record.ts';
 import { StepLog } from './step-record.ts';
@@ -138,6 +138,8 @@ export class Engine {
   readonly #longStepMs = new Ewma(LONG_EWMA_ALPHA);
   /** How long finished requests' outputs ran, and whether they ended on their own (the snapshot's outputTokensP90). */
   readonly #outputLengths = new OutputLengths();
+  /** Step time by decode batch size (the snapshot's stepMsByBatch). */
+  readonly #stepTimesByBatch: StepTimesByBatch;
   readonly #prefillRate = new Ewma(EWMA_ALPHA);
   readonly #decodeRate = new Ewma(EWMA_ALPHA);
 
@@ -145,6 +147,7 @@ export class Engine {
     if (!(opts.maxQueuedRequests >= 1)) throw new Error(`Engine: expected maxQueuedRequests ≥ 1, got ${opts.maxQueuedRequests}`);
     this.runner = runner;
     this.scheduler = scheduler;
+    this.#stepTimesByBatch = new StepTimesByBatch(Math.max(1, scheduler.snapshot().maxSequences));
     this.#opts = opts;
     this.#clock = opts.clock ?? monotonicClock;
     this.#log = new StepLog(opts.stepLogSize ?? 32);
@@ -258,6 +261,7 @@ export class Engine {
       prefillTokensPerS: this.#prefillRate.value,
       decodeTokensPerS: this.#decodeRate.value,
       outputTokensP90: this.#outputLengths.value,
+      stepMsByBatch: this.#stepTimesByBatch.table(),
     });
     return this.#snapshot;
   }
@@ -405,6 +409,7 @@ export class Engine {
     const stepS = (endMs - startMs) / 1000;
     this.#avgStepMs.add(endMs - startMs);
     this.#longStepMs.add(endMs - startMs);
+    this.#stepTimesByBatch.add(numDecodeTokens, endMs - startMs);
     if (stepS > 0 && numPromptTokens > 0) this.#prefillRate.add(numPromptTokens / stepS);
     if (stepS > 0 && numDecodeTokens > 0) this.#decodeRate.add(numDecodeTokens / stepS);
     const record: StepRecord = {

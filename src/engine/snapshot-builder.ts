@@ -16,6 +16,7 @@ export interface SnapshotInputs {
   readonly prefillTokensPerS: number | null;
   readonly decodeTokensPerS: number | null;
   readonly outputTokensP90: number | null;
+  readonly stepMsByBatch: Float64Array | null;
 }
 
 export function buildSnapshot(i: SnapshotInputs): EngineSnapshot {
@@ -56,6 +57,7 @@ export function buildSnapshot(i: SnapshotInputs): EngineSnapshot {
     prefillTokensPerS: i.prefillTokensPerS,
     decodeTokensPerS: i.decodeTokensPerS,
     outputTokensP90: i.outputTokensP90,
+    stepMsByBatch: i.stepMsByBatch,
     scheduler: s,
   });
 }

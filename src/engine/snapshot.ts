@@ -47,6 +47,13 @@ export interface EngineSnapshot {
    * `min(max_tokens, this)` is a length the throughput arithmetic can plan with.
    */
   readonly outputTokensP90: number | null;
+  /**
+   * Step time by how many sequences the step decoded, ms (StepTimesByBatch.table): index b − 1 is what
+   * a step with b decoding sequences takes, prefill chunks sharing the step included — the time per
+   * token a request decoding beside b − 1 others sees. Null before any decode step; absent where no
+   * engine measures it (a gateway's scraped view).
+   */
+  readonly stepMsByBatch?: Float64Array | null;
   /** The scheduler's own view (KV, preemptions, why it stopped taking waiting requests). */
   readonly scheduler: SchedulerSnapshot;
 }
@@ -148,4 +155,80 @@ export class OutputLengths {
     }
     return null;
   }
+}
+
+/**
+ * Step time as a function of the decode batch: an exponentially weighted mean per batch size b
+ * (steps that decoded b sequences, whatever prefill shared them), so the step time a request will
+ * see can be read for the batch it joins rather than for the load of the last steps. A long average
+ * over all steps remembers an overload through the idle time after it (an idle engine runs no steps
+ * to update it), and that held the cold-start arithmetic over the budget for 50-110 s on an idle
+ * engine after a shed overload (results/admission/natural-default-5min).
+ *
+ * `table()` is monotone in b, since a larger batch does not decode faster: entry b is the largest
+ * measured mean at or below b; below the smallest measured batch, that batch's mean; above the
+ * largest measured one, its mean scaled by b / b_max (decode cost at most linear in the batch: an
+ * upper bound where nothing was measured). add is O(1); table is O(maxBatch) after a change.
+ */
+export class StepTimesByBatch {
+  readonly #mean: Float64Array;
+  readonly #alpha: number;
+  #table: Float64Array | null = null;
+  #stale = false;
+
+  constructor(maxBatch: number, alpha = 1 / 32) {
+    if (!(Number.isSafeInteger(maxBatch) && maxBatch >= 1)) throw new Error(`StepTimesByBatch: expected maxBatch ≥ 1, got ${maxBatch}`);
+    if (!(alpha > 0 && alpha <= 1)) throw new Error(`StepTimesByBatch: expected alpha in (0, 1], got ${alpha}`);
+    this.#mean = new Float64Array(maxBatch).fill(NaN);
+    this.#alpha = alpha;
+  }
+
+  /** One step that decoded `batch` sequences and took `ms`; steps that decoded none are not counted. */
+  add(batch: number, ms: number): void {
+    if (!(batch >= 1) || !(ms >= 0) || !Number.isFinite(ms)) return;
+    const i = Math.min(batch, this.#mean.length) - 1;
+    const m = this.#mean[i]!;
+    this.#mean[i] = Number.isNaN(m) ? ms : m + this.#alpha * (ms - m);
+    this.#stale = true;
+  }
+
+  /** The monotone step time by batch size (index b − 1), a fresh copy; null before any decode step. */
+  table(): Float64Array | null {
+    if (this.#stale) {
+      this.#table = this.#build();
+      this.#stale = false;
+    }
+    return this.#table === null ? null : this.#table.slice();
+  }
+
+  #build(): Float64Array | null {
+    const n = this.#mean.length;
+    let first = -1;
+    let last = -1;
+    for (let i = 0; i < n; i++) {
+      if (Number.isNaN(this.#mean[i]!)) continue;
+      if (first < 0) first = i;
+      last = i;
+    }
+    if (first < 0) return null;
+    const t = new Float64Array(n);
+    let env = this.#mean[first]!;
+    for (let i = 0; i < n; i++) {
+      const m = this.#mean[i]!;
+      if (i > last) t[i] = (env * (i + 1)) / (last + 1);
+      else {
+        if (!Number.isNaN(m)) env = Math.max(env, m);
+        t[i] = env;
+      }
+    }
+    return t;
+  }
+}
+
+/** The step time a request decoding in a batch of `batch` sequences sees, ms, from the snapshot's table; null when unmeasured. */
+export function stepMsAtBatch(table: Float64Array | null | undefined, batch: number): number | null {
+  if (table === null || table === undefined || table.length === 0) return null;
+  const b = Math.max(1, Math.ceil(batch));
+  if (b <= table.length) return table[b - 1]!;
+  return (table[table.length - 1]! * b) / table.length;
 }

@@ -22,10 +22,14 @@
 //     max_tokens steps at the measured step time — or fewer: the 90th percentile of how long recent
 //     outputs ran before EOS, when shorter, since where outputs end at EOS max_tokens is only a cap)
 //     fits the E2E budget, and margin × the prefill part
-//     fits the TTFT budget when one is asked. The step time is the larger of the last few steps'
-//     average (the feature) and the engine's long average over about a long request's decode (the
-//     snapshot's longStepMs): an arrival in a lull of a shed overload saw 1.5–2 ms steps and then
-//     decoded at 2–4× that, and such requests were the only ones admitted that missed the SLO.
+//     fits the TTFT budget when one is asked. The step time is the engine's measured step time for
+//     the batch this request joins — the running and waiting requests and its own choices — from
+//     the snapshot's stepMsByBatch; where no engine measures that (a gateway), the larger of the last
+//     few steps' average (the feature) and the long average over about a long request's decode (the
+//     snapshot's longStepMs). The long average was the engine-side rule before: an arrival in a lull of
+//     a shed overload saw 1.5–2 ms steps and then decoded at 2–4× that; but an idle engine runs no
+//     steps to forget an overload by, and with natural output lengths it held every idle arrival's
+//     estimate over the budget for 50–110 s after one (results/admission/natural-default-5min).
 //
 // The self-check: the shortcut is a predictor like any other and is held to the same promise. Every
 // request it admits reports back whether it met its budget; while the share of misses among the last
@@ -35,6 +39,7 @@
 
 import { FEATURE_NAMES } from '../features.ts';
 import type { FeatureName } from '../features.ts';
+import { stepMsAtBatch } from '../../engine/snapshot.ts';
 
 export interface HeadroomOptions {
   /** The guarantee's miscoverage: the shortcut is off while its own miss rate exceeds this. */
@@ -60,6 +65,8 @@ export interface HeadroomView {
   readonly longStepMs?: number | null;
   /** How long recent outputs ran before EOS, 90th percentile (EngineSnapshot.outputTokensP90); null or absent: max_tokens. */
   readonly outputTokensP90?: number | null;
+  /** Step time by decode batch (EngineSnapshot.stepMsByBatch); null or absent: the step-time averages. */
+  readonly stepMsByBatch?: Float64Array | null;
 }
 
 const col = (name: FeatureName): number => FEATURE_NAMES.indexOf(name);
@@ -84,21 +91,23 @@ export interface ArithmeticEstimate {
 /**
  * margin × (the prompt work ahead of this request and its own prefill at the measured prefill rate,
  * + max_tokens steps — or `outputTokensP90` steps, how long recent outputs ran before EOS, when shorter —
- * at the larger of the recent and the long step time); the prefill part alone as
+ * at the step time measured for the batch it joins, or without that table the larger of the recent
+ * and the long step time); the prefill part alone as
  * the TTFT. Null when the engine's rates are unmeasured, when a queue exists and `allowQueue` is
  * false, or when the running batch, the waiting requests and this request's choices together exceed
  * `maxRunning` (a request that must wait for a slot has no arithmetic estimate). Pure, O(1).
  */
 export function arithmeticEstimate(
   x: Float64Array,
-  o: { readonly maxRunning: number; readonly margin: number; readonly allowQueue: boolean; readonly longStepMs: number | null; readonly outputTokensP90?: number | null },
+  o: { readonly maxRunning: number; readonly margin: number; readonly allowQueue: boolean; readonly longStepMs: number | null; readonly outputTokensP90?: number | null; readonly stepMsByBatch?: Float64Array | null },
 ): ArithmeticEstimate | null {
   const prefillRate = x[PREFILL_RATE]!;
   if (!(prefillRate > 0) || !(x[DECODE_RATE]! > 0) || !(x[STEP_MS]! > 0)) return null;
   if (!o.allowQueue && (x[WAITING]! !== 0 || x[WORK_AHEAD]! !== 0)) return null;
   if (x[RUNNING]! + x[WAITING]! + x[CHOICES]! > o.maxRunning) return null;
   const ttftMs = (1000 * (x[WORK_AHEAD]! + x[NEW_PREFILL]!)) / prefillRate;
-  const stepMs = Math.max(x[STEP_MS]!, o.longStepMs ?? 0);
+  // The batch it decodes in: what runs and waits now, and its own choices.
+  const stepMs = stepMsAtBatch(o.stepMsByBatch, x[RUNNING]! + x[WAITING]! + x[CHOICES]!) ?? Math.max(x[STEP_MS]!, o.longStepMs ?? 0);
   // Outputs that end at EOS stop short of max_tokens (EngineSnapshot.outputTokensP90): plan for that length when it is shorter.
   const outputTokens = Math.min(x[MAX_TOKENS]!, o.outputTokensP90 ?? Infinity);
   return { e2eMs: o.margin * (ttftMs + outputTokens * stepMs), ttftMs: o.margin * ttftMs };
@@ -168,7 +177,7 @@ export class Headroom {
    * for it, else null. Pure: reads the features and the view, changes nothing.
    */
   estimate(x: Float64Array, view: HeadroomView): ArithmeticEstimate | null {
-    return arithmeticEstimate(x, { maxRunning: Math.max(1, Math.floor(view.maxSequences * this.maxRunningFraction)), margin: this.margin, allowQueue: this.allowQueue, longStepMs: view.longStepMs ?? null, outputTokensP90: view.outputTokensP90 ?? null });
+    return arithmeticEstimate(x, { maxRunning: Math.max(1, Math.floor(view.maxSequences * this.maxRunningFraction)), margin: this.margin, allowQueue: this.allowQueue, longStepMs: view.longStepMs ?? null, outputTokensP90: view.outputTokensP90 ?? null, stepMsByBatch: view.stepMsByBatch ?? null });
   }
 
   /** Decide for a request the bound did not admit. Takes a probe slot when it answers 'probe'. */

@@ -70,6 +70,21 @@ describe('Headroom rule', () => {
     assert.equal(h.decide(features(), { maxSequences: 16, longStepMs: null }, 4000, null, 0), 'admit');
   });
 
+  it('with a step-time table, prices the decode at the step time of the batch it joins, not the averages', () => {
+    // Index b − 1: a step decoding b sequences. Running 1 + this request: batch 2, 4 ms.
+    const table = Float64Array.from([2, 4, 6, 8]);
+    const e = h.estimate(features(), { maxSequences: 16, longStepMs: 30, stepMsByBatch: table })!;
+    // 200/2000 s + 100 × 4 ms = 0.5 s, × 1.5 = 0.75 s: the long average's overload memory (30 ms) is not read.
+    assert.ok(Math.abs(e.e2eMs - 750) < 1e-9, String(e.e2eMs));
+    // Running 2, waiting 1, 1 choice: batch 4, 8 ms.
+    const q = new Headroom({ alpha: 0.05, allowQueue: true });
+    const eq = q.estimate(features({ running: 2, waiting: 1 }), { maxSequences: 16, stepMsByBatch: table })!;
+    assert.ok(Math.abs(eq.e2eMs - 1.5 * (100 + 800)) < 1e-9, String(eq.e2eMs));
+    // An idle engine after an overload: batch 1 at 2 ms fits where the averages (30 ms) do not.
+    assert.equal(h.decide(features({ running: 0 }), { maxSequences: 16, longStepMs: 30, stepMsByBatch: table }, 4000, null, 0), 'admit');
+    assert.equal(h.decide(features({ running: 0 }), { maxSequences: 16, longStepMs: 30 }, 4000, null, 0), 'no_room');
+  });
+
   it('with allowQueue, reads the queue: waiting requests join the batch, the work ahead joins the prefill', () => {
     const q = new Headroom({ alpha: 0.05, allowQueue: true });
     const e = q.estimate(features({ waiting: 1, prompt_work_ahead: 600 }), VIEW)!;

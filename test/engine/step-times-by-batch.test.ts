@@ -1,0 +1,79 @@
+// Step time by decode batch (EngineSnapshot.stepMsByBatch): a mean per batch size, read as a
+// monotone table (a larger batch never decodes faster; past the largest measured batch, scaled
+// linearly), and the engine feeding it from its steps, so an idle engine after an overload prices a
+// lone request at a lone request's step time.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import fc from 'fast-check';
+import { Engine } from '../../src/engine/engine.ts';
+import { createScheduler } from '../../src/engine/scheduler/factory.ts';
+import { StepTimesByBatch, stepMsAtBatch } from '../../src/engine/snapshot.ts';
+import { MockRunner } from '../../src/engine/runner/mock/mock-runner.ts';
+import { makeRequest, sinkFor, type Outcome } from '../helpers/engine-driver.ts';
+
+test('StepTimesByBatch: null before a decode step; a step that decoded nothing is not counted', () => {
+  const t = new StepTimesByBatch(8);
+  assert.equal(t.table(), null);
+  t.add(0, 50);
+  assert.equal(t.table(), null, 'a prefill-only step');
+  t.add(2, 4);
+  assert.deepEqual(Array.from(t.table()!), [4, 4, 6, 8, 10, 12, 14, 16], 'below: the smallest measured; above: scaled by b / 2');
+});
+
+test('StepTimesByBatch: an exponentially weighted mean per batch size, its table monotone', () => {
+  const t = new StepTimesByBatch(4, 0.5);
+  t.add(1, 2);
+  t.add(1, 4); // 2 + 0.5 × (4 − 2) = 3
+  t.add(3, 2.5); // below batch 1's mean: the envelope keeps 3
+  t.add(4, 9);
+  assert.deepEqual(Array.from(t.table()!), [3, 3, 3, 9]);
+  t.add(9, 11); // past maxBatch: counts as the largest batch. 9 + 0.5 × 2 = 10
+  assert.equal(t.table()![3], 10);
+  const copy = t.table()!;
+  copy[0] = 100;
+  assert.equal(t.table()![0], 3, 'table() hands out a copy');
+});
+
+test('StepTimesByBatch: property: the table is monotone, at least every measured mean at or below it, and stepMsAtBatch extends it', () => {
+  fc.assert(
+    fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 20 }), fc.double({ min: 0.001, max: 1000, noNaN: true })), { maxLength: 60 }), (steps) => {
+      const t = new StepTimesByBatch(16, 1);
+      const last = new Map<number, number>();
+      for (const [b, ms] of steps) {
+        t.add(b, ms);
+        if (b >= 1) last.set(Math.min(b, 16), ms);
+      }
+      const table = t.table();
+      if (last.size === 0) return table === null;
+      for (let i = 1; i < 16; i++) if (!(table![i]! >= table![i - 1]!)) return false;
+      for (const [b, ms] of last) if (!(table![b - 1]! >= ms * (1 - 1e-12))) return false; // α = 1: the mean is the last step, to rounding
+      return stepMsAtBatch(table, 32) === (table![15]! * 32) / 16 && stepMsAtBatch(table, 0) === table![0] && stepMsAtBatch(null, 3) === null;
+    }),
+  );
+});
+
+test('the engine measures step time by decode batch: an idle engine after a busy one reads batch 1 at its own step time', async () => {
+  // Engine time the test moves: a step costs 2 ms plus 3 ms per sequence it decodes.
+  let now = 0;
+  const runner = new MockRunner({ cost: { speed: 0 } });
+  const execute = runner.execute.bind(runner);
+  runner.execute = async (plan) => {
+    now += 2 + 3 * plan.items.filter((it) => it.tokens.length === 1).length;
+    return execute(plan);
+  };
+  const engine = new Engine(runner, createScheduler({ scheduler: 'continuous', maxOutputTokens: 256 }, runner.info), { maxQueuedRequests: 10, clock: { nowMs: () => now } });
+  engine.seedAverages({ stepMs: 2, prefillTokensPerS: 1000, decodeTokensPerS: 500 });
+  assert.equal(engine.snapshot().stepMsByBatch, null, 'nothing decoded yet');
+  engine.start();
+  const out: Outcome[] = [];
+  // Four at once: steps decoding 4, 3, 2, 1 sequences as they finish (different lengths).
+  const reqs = [10, 20, 30, 40].map((n, i) => makeRequest(engine, { prompt: `busy ${i}`, maxTokens: n }, `b${i}`, out));
+  for (const r of reqs) engine.submit(r, sinkFor(r));
+  await engine.whenIdle();
+  const s = engine.snapshot();
+  assert.ok(s.longStepMs !== null && s.longStepMs > 2, `the long average remembers the busy steps: ${s.longStepMs}`);
+  const table = s.stepMsByBatch!;
+  assert.ok(Math.abs(stepMsAtBatch(table, 1)! - 5) < 0.5, `batch 1: 2 + 3 ms, got ${stepMsAtBatch(table, 1)}`);
+  assert.ok(Math.abs(stepMsAtBatch(table, 4)! - 14) < 0.5, `batch 4: 2 + 12 ms, got ${stepMsAtBatch(table, 4)}`);
+  await engine.stop();
+});
