@@ -204,7 +204,7 @@ function coldStartFits(snapshot: EngineSnapshot | null, features: Float64Array, 
 /** The throughput arithmetic with no safety factor and no slot condition; null when the engine's rates are unmeasured. */
 function unmarginedEstimate(features: Float64Array, snapshot: EngineSnapshot | null): ArithmeticEstimate | null {
   if (snapshot === null || features.length === 0) return null;
-  return arithmeticEstimate(features, { maxRunning: Infinity, margin: 1, allowQueue: true, longStepMs: snapshot.longStepMs, outputTokensP90: snapshot.outputTokensP90, stepMsByBatch: snapshot.stepMsByBatch ?? null });
+  return arithmeticEstimate(features, { maxRunning: Infinity, margin: 1, allowQueue: true, longStepMs: snapshot.longStepMs, outputTokensP90: snapshot.outputTokensP90, stepMsByBatch: snapshot.stepMsByBatch ?? null, recentDecodeBatch: snapshot.recentDecodeBatch ?? 0 });
 }
 
 /**

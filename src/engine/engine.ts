@@ -21,7 +21,7 @@ import type { EndRequest, Request } from './request.ts';
 import type { Runner } from './runner/runner.ts';
 import type { Scheduler, SchedulerPlan, SchedulerSnapshot } from './scheduler/scheduler.ts';
 import type { EngineSnapshot } from './snapshot.ts';
-import { Ewma, OutputLengths, StepTimesByBatch } from './snapshot.ts';
+import { Ewma, OutputLengths, RecentBatch, StepTimesByBatch } from './snapshot.ts';
 import { buildSnapshot } from './snapshot-builder.ts';
 import type { StepKind, StepRecord } from './step-record.ts';
 import { StepLog } from './step-record.ts';
@@ -105,6 +105,8 @@ interface Held {
 const EWMA_ALPHA = 0.2;
 /** The long step-time average's weight per step: about a long request's decode. */
 const LONG_EWMA_ALPHA = 1 / 256;
+/** An idle engine's snapshot is rebuilt when older than this, ms. */
+const SNAPSHOT_MAX_AGE_MS = 50;
 
 export class Engine {
   readonly runner: Runner;
@@ -140,6 +142,8 @@ export class Engine {
   readonly #outputLengths = new OutputLengths();
   /** Step time by decode batch size (the snapshot's stepMsByBatch). */
   readonly #stepTimesByBatch: StepTimesByBatch;
+  /** The decode batch over wall time (the snapshot's recentDecodeBatch). */
+  readonly #recentBatch = new RecentBatch();
   readonly #prefillRate = new Ewma(EWMA_ALPHA);
   readonly #decodeRate = new Ewma(EWMA_ALPHA);
 
@@ -246,11 +250,13 @@ export class Engine {
   }
 
   /**
-   * The state admission reads: frozen, as of the last step or arrival. `fresh` builds it anew even
-   * when the last one is current (the decision rehearsal before /ready: admission/rehearse.ts).
+   * The state admission reads: frozen, as of the last step or arrival, or SNAPSHOT_MAX_AGE_MS ago
+   * at most (an idle engine's recentDecodeBatch falls with time, with no step to mark it). `fresh`
+   * builds it anew even when the last one is current (the decision rehearsal before /ready:
+   * admission/rehearse.ts).
    */
   snapshot(fresh = false): EngineSnapshot {
-    if (fresh) this.#snapshot = null;
+    if (fresh || (this.#snapshot !== null && this.now() - this.#snapshot.atMs > SNAPSHOT_MAX_AGE_MS)) this.#snapshot = null;
     this.#snapshot ??= buildSnapshot({
       numSteps: this.#numSteps,
       atMs: this.now(),
@@ -262,6 +268,7 @@ export class Engine {
       decodeTokensPerS: this.#decodeRate.value,
       outputTokensP90: this.#outputLengths.value,
       stepMsByBatch: this.#stepTimesByBatch.table(),
+      recentDecodeBatch: this.#recentBatch.valueAt(this.now()),
     });
     return this.#snapshot;
   }
@@ -410,6 +417,7 @@ export class Engine {
     this.#avgStepMs.add(endMs - startMs);
     this.#longStepMs.add(endMs - startMs);
     this.#stepTimesByBatch.add(numDecodeTokens, endMs - startMs);
+    this.#recentBatch.add(numDecodeTokens, startMs, endMs);
     if (stepS > 0 && numPromptTokens > 0) this.#prefillRate.add(numPromptTokens / stepS);
     if (stepS > 0 && numDecodeTokens > 0) this.#decodeRate.add(numDecodeTokens / stepS);
     const record: StepRecord = {

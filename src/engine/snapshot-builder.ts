@@ -17,6 +17,7 @@ export interface SnapshotInputs {
   readonly decodeTokensPerS: number | null;
   readonly outputTokensP90: number | null;
   readonly stepMsByBatch: Float64Array | null;
+  readonly recentDecodeBatch: number;
 }
 
 export function buildSnapshot(i: SnapshotInputs): EngineSnapshot {
@@ -58,6 +59,7 @@ export function buildSnapshot(i: SnapshotInputs): EngineSnapshot {
     decodeTokensPerS: i.decodeTokensPerS,
     outputTokensP90: i.outputTokensP90,
     stepMsByBatch: i.stepMsByBatch,
+    recentDecodeBatch: i.recentDecodeBatch,
     scheduler: s,
   });
 }

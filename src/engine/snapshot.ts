@@ -54,6 +54,13 @@ export interface EngineSnapshot {
    * engine measures it (a gateway's scraped view).
    */
   readonly stepMsByBatch?: Float64Array | null;
+  /**
+   * How many sequences the engine has been decoding lately: the decode batch averaged over wall time
+   * with a 2 s time constant (RecentBatch), idle time counting as 0. A request admitted in a lull of
+   * a shed overload decodes beside the requests admitted after it, not in the lull's small batch;
+   * an engine idle for a few seconds is back near 0. Absent where no engine measures it.
+   */
+  readonly recentDecodeBatch?: number;
   /** The scheduler's own view (KV, preemptions, why it stopped taking waiting requests). */
   readonly scheduler: SchedulerSnapshot;
 }
@@ -231,4 +238,36 @@ export function stepMsAtBatch(table: Float64Array | null | undefined, batch: num
   const b = Math.max(1, Math.ceil(batch));
   if (b <= table.length) return table[b - 1]!;
   return (table[table.length - 1]! * b) / table.length;
+}
+
+/**
+ * The decode batch averaged over wall time: a continuous-time exponential mean with time constant
+ * `tauMs`, fed one step at a time (a step of `ms` that decoded `batch` sequences), the time between
+ * steps counting as batch 0 — so it falls back toward 0 while the engine idles, which a mean over
+ * steps cannot do (an idle engine runs none). O(1), no allocation.
+ */
+export class RecentBatch {
+  readonly #tauMs: number;
+  #value = 0;
+  #atMs: number | null = null;
+
+  constructor(tauMs = 2000) {
+    if (!(tauMs > 0)) throw new Error(`RecentBatch: expected tauMs > 0, got ${tauMs}`);
+    this.#tauMs = tauMs;
+  }
+
+  /** One step from `startMs` to `endMs` that decoded `batch` sequences. */
+  add(batch: number, startMs: number, endMs: number): void {
+    if (!(endMs >= startMs) || !(batch >= 0)) return;
+    this.#value = this.valueAt(startMs);
+    this.#value = batch + (this.#value - batch) * Math.exp(-(endMs - startMs) / this.#tauMs);
+    this.#atMs = endMs;
+  }
+
+  /** The mean as of `nowMs`: the idle time since the last step decays it toward 0. */
+  valueAt(nowMs: number): number {
+    if (this.#atMs === null) return 0;
+    const idle = Math.max(0, nowMs - this.#atMs);
+    return this.#value * Math.exp(-idle / this.#tauMs);
+  }
 }

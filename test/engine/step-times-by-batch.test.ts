@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import { Engine } from '../../src/engine/engine.ts';
 import { createScheduler } from '../../src/engine/scheduler/factory.ts';
-import { StepTimesByBatch, stepMsAtBatch } from '../../src/engine/snapshot.ts';
+import { RecentBatch, StepTimesByBatch, stepMsAtBatch } from '../../src/engine/snapshot.ts';
 import { MockRunner } from '../../src/engine/runner/mock/mock-runner.ts';
 import { makeRequest, sinkFor, type Outcome } from '../helpers/engine-driver.ts';
 
@@ -46,10 +46,22 @@ test('StepTimesByBatch: property: the table is monotone, at least every measured
       const table = t.table();
       if (last.size === 0) return table === null;
       for (let i = 1; i < 16; i++) if (!(table![i]! >= table![i - 1]!)) return false;
-      for (const [b, ms] of last) if (!(table![b - 1]! >= ms * (1 - 1e-12))) return false; // α = 1: the mean is the last step, to rounding
+      for (const [b, ms] of last) if (!(table![b - 1]! >= ms - 1e-9)) return false; // α = 1: the mean is the last step, to rounding
       return stepMsAtBatch(table, 32) === (table![15]! * 32) / 16 && stepMsAtBatch(table, 0) === table![0] && stepMsAtBatch(null, 3) === null;
     }),
   );
+});
+
+test('RecentBatch: relaxes toward each step\'s batch over the step, toward 0 over the idle time after it', () => {
+  const r = new RecentBatch(1000);
+  assert.equal(r.valueAt(0), 0, 'no step yet');
+  r.add(8, 0, 1000); // one time constant at batch 8: 8 (1 − 1/e)
+  assert.ok(Math.abs(r.valueAt(1000) - 8 * (1 - Math.exp(-1))) < 1e-12);
+  assert.ok(Math.abs(r.valueAt(3000) - 8 * (1 - Math.exp(-1)) * Math.exp(-2)) < 1e-12, 'two time constants idle');
+  r.add(2, 3000, 3000); // a zero-length step changes nothing but the clock
+  assert.ok(Math.abs(r.valueAt(3000) - 8 * (1 - Math.exp(-1)) * Math.exp(-2)) < 1e-12);
+  for (let t = 3000; t < 20_000; t += 10) r.add(2, t, t + 10);
+  assert.ok(Math.abs(r.valueAt(20_000) - 2) < 1e-6, 'a steady batch of 2');
 });
 
 test('the engine measures step time by decode batch: an idle engine after a busy one reads batch 1 at its own step time', async () => {
@@ -72,6 +84,9 @@ test('the engine measures step time by decode batch: an idle engine after a busy
   await engine.whenIdle();
   const s = engine.snapshot();
   assert.ok(s.longStepMs !== null && s.longStepMs > 2, `the long average remembers the busy steps: ${s.longStepMs}`);
+  assert.ok(s.recentDecodeBatch !== undefined && s.recentDecodeBatch > 0.3, `the recent batch after a busy spell of about 0.3 s (τ = 2 s): ${s.recentDecodeBatch}`);
+  now += 20_000;
+  assert.ok(engine.snapshot().recentDecodeBatch! < 0.01, `after 20 s idle the snapshot is rebuilt and the recent batch is near 0: ${engine.snapshot().recentDecodeBatch}`);
   const table = s.stepMsByBatch!;
   assert.ok(Math.abs(stepMsAtBatch(table, 1)! - 5) < 0.5, `batch 1: 2 + 3 ms, got ${stepMsAtBatch(table, 1)}`);
   assert.ok(Math.abs(stepMsAtBatch(table, 4)! - 14) < 0.5, `batch 4: 2 + 12 ms, got ${stepMsAtBatch(table, 4)}`);

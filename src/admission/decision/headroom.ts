@@ -23,13 +23,14 @@
 //     outputs ran before EOS, when shorter, since where outputs end at EOS max_tokens is only a cap)
 //     fits the E2E budget, and margin × the prefill part
 //     fits the TTFT budget when one is asked. The step time is the engine's measured step time for
-//     the batch this request joins — the running and waiting requests and its own choices — from
-//     the snapshot's stepMsByBatch; where no engine measures that (a gateway), the larger of the last
+//     the batch this request joins — the running and waiting requests and its own choices, or the
+//     batch the engine has decoded over the last seconds when larger (recentDecodeBatch: an arrival in
+//     a lull of a shed overload saw 1.5–2 ms steps and then decoded at 2–4× that beside the requests
+//     admitted after it) — from the snapshot's stepMsByBatch; where no engine measures that (a gateway), the larger of the last
 //     few steps' average (the feature) and the long average over about a long request's decode (the
-//     snapshot's longStepMs). The long average was the engine-side rule before: an arrival in a lull of
-//     a shed overload saw 1.5–2 ms steps and then decoded at 2–4× that; but an idle engine runs no
-//     steps to forget an overload by, and with natural output lengths it held every idle arrival's
-//     estimate over the budget for 50–110 s after one (results/admission/natural-default-5min).
+//     snapshot's longStepMs). The long average was the engine-side rule before, but an idle engine
+//     runs no steps to forget an overload by, and with natural output lengths it held every idle
+//     arrival's estimate over the budget for 50–110 s after one (results/admission/natural-default-5min).
 //
 // The self-check: the shortcut is a predictor like any other and is held to the same promise. Every
 // request it admits reports back whether it met its budget; while the share of misses among the last
@@ -67,6 +68,8 @@ export interface HeadroomView {
   readonly outputTokensP90?: number | null;
   /** Step time by decode batch (EngineSnapshot.stepMsByBatch); null or absent: the step-time averages. */
   readonly stepMsByBatch?: Float64Array | null;
+  /** The decode batch over the last seconds (EngineSnapshot.recentDecodeBatch); absent: 0. */
+  readonly recentDecodeBatch?: number;
 }
 
 const col = (name: FeatureName): number => FEATURE_NAMES.indexOf(name);
@@ -99,15 +102,17 @@ export interface ArithmeticEstimate {
  */
 export function arithmeticEstimate(
   x: Float64Array,
-  o: { readonly maxRunning: number; readonly margin: number; readonly allowQueue: boolean; readonly longStepMs: number | null; readonly outputTokensP90?: number | null; readonly stepMsByBatch?: Float64Array | null },
+  o: { readonly maxRunning: number; readonly margin: number; readonly allowQueue: boolean; readonly longStepMs: number | null; readonly outputTokensP90?: number | null; readonly stepMsByBatch?: Float64Array | null; readonly recentDecodeBatch?: number },
 ): ArithmeticEstimate | null {
   const prefillRate = x[PREFILL_RATE]!;
   if (!(prefillRate > 0) || !(x[DECODE_RATE]! > 0) || !(x[STEP_MS]! > 0)) return null;
   if (!o.allowQueue && (x[WAITING]! !== 0 || x[WORK_AHEAD]! !== 0)) return null;
   if (x[RUNNING]! + x[WAITING]! + x[CHOICES]! > o.maxRunning) return null;
   const ttftMs = (1000 * (x[WORK_AHEAD]! + x[NEW_PREFILL]!)) / prefillRate;
-  // The batch it decodes in: what runs and waits now, and its own choices.
-  const stepMs = stepMsAtBatch(o.stepMsByBatch, x[RUNNING]! + x[WAITING]! + x[CHOICES]!) ?? Math.max(x[STEP_MS]!, o.longStepMs ?? 0);
+  // The batch it decodes in: what runs and waits now with its own choices, or what the engine has
+  // been decoding lately when more (an arrival in a lull decodes beside those admitted after it).
+  const batch = Math.max(x[RUNNING]! + x[WAITING]! + x[CHOICES]!, o.recentDecodeBatch ?? 0);
+  const stepMs = stepMsAtBatch(o.stepMsByBatch, batch) ?? Math.max(x[STEP_MS]!, o.longStepMs ?? 0);
   // Outputs that end at EOS stop short of max_tokens (EngineSnapshot.outputTokensP90): plan for that length when it is shorter.
   const outputTokens = Math.min(x[MAX_TOKENS]!, o.outputTokensP90 ?? Infinity);
   return { e2eMs: o.margin * (ttftMs + outputTokens * stepMs), ttftMs: o.margin * ttftMs };
@@ -177,7 +182,7 @@ export class Headroom {
    * for it, else null. Pure: reads the features and the view, changes nothing.
    */
   estimate(x: Float64Array, view: HeadroomView): ArithmeticEstimate | null {
-    return arithmeticEstimate(x, { maxRunning: Math.max(1, Math.floor(view.maxSequences * this.maxRunningFraction)), margin: this.margin, allowQueue: this.allowQueue, longStepMs: view.longStepMs ?? null, outputTokensP90: view.outputTokensP90 ?? null, stepMsByBatch: view.stepMsByBatch ?? null });
+    return arithmeticEstimate(x, { maxRunning: Math.max(1, Math.floor(view.maxSequences * this.maxRunningFraction)), margin: this.margin, allowQueue: this.allowQueue, longStepMs: view.longStepMs ?? null, outputTokensP90: view.outputTokensP90 ?? null, stepMsByBatch: view.stepMsByBatch ?? null, recentDecodeBatch: view.recentDecodeBatch ?? 0 });
   }
 
   /** Decide for a request the bound did not admit. Takes a probe slot when it answers 'probe'. */

@@ -83,6 +83,9 @@ describe('Headroom rule', () => {
     // An idle engine after an overload: batch 1 at 2 ms fits where the averages (30 ms) do not.
     assert.equal(h.decide(features({ running: 0 }), { maxSequences: 16, longStepMs: 30, stepMsByBatch: table }, 4000, null, 0), 'admit');
     assert.equal(h.decide(features({ running: 0 }), { maxSequences: 16, longStepMs: 30 }, 4000, null, 0), 'no_room');
+    // In a lull: running 1 now, but the engine decoded 3.4 on average lately: batch 4, 8 ms.
+    const lull = h.estimate(features(), { maxSequences: 16, stepMsByBatch: table, recentDecodeBatch: 3.4 })!;
+    assert.ok(Math.abs(lull.e2eMs - 1.5 * (100 + 800)) < 1e-9, String(lull.e2eMs));
   });
 
   it('with allowQueue, reads the queue: waiting requests join the batch, the work ahead joins the prefill', () => {
