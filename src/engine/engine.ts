@@ -64,6 +64,10 @@ export interface EngineStats {
   readonly stepTime: StepTimeStats | null;
   /** How long outputs run before they end on their own, 90th percentile, tokens (EngineSnapshot.outputTokensP90). */
   readonly outputTokensP90: number | null;
+  /** Step time by decode batch size, ms, index b − 1 (EngineSnapshot.stepMsByBatch), rounded to 0.01; empty before a decode step. */
+  readonly stepMsByBatch: readonly number[];
+  /** The decode batch over the last seconds (EngineSnapshot.recentDecodeBatch). */
+  readonly recentDecodeBatch: number;
 }
 
 export interface StepTimeStats {
@@ -297,6 +301,8 @@ export class Engine {
       scheduler: this.scheduler.snapshot(),
       stepTime: this.stepTimeStats(),
       outputTokensP90: this.#outputLengths.value,
+      stepMsByBatch: Array.from(this.#stepTimesByBatch.table() ?? [], (ms) => Math.round(ms * 100) / 100),
+      recentDecodeBatch: Math.round(this.#recentBatch.valueAt(this.now()) * 100) / 100,
     };
   }
 

@@ -165,8 +165,8 @@ export class OutputLengths {
 }
 
 /**
- * Step time as a function of the decode batch: an exponentially weighted mean per batch size b
- * (steps that decoded b sequences, whatever prefill shared them), so the step time a request will
+ * Step time as a function of the decode batch: a mean per batch size b (steps that decoded b
+ * sequences, whatever prefill shared them; equal weights for the first 1/α steps, then exponential), so the step time a request will
  * see can be read for the batch it joins rather than for the load of the last steps. A long average
  * over all steps remembers an overload through the idle time after it (an idle engine runs no steps
  * to update it), and that held the cold-start arithmetic over the budget for 50-110 s on an idle
@@ -179,6 +179,8 @@ export class OutputLengths {
  */
 export class StepTimesByBatch {
   readonly #mean: Float64Array;
+  /** Steps seen per batch size: the first 1/α are averaged with equal weights. */
+  readonly #count: Float64Array;
   readonly #alpha: number;
   #table: Float64Array | null = null;
   #stale = false;
@@ -187,6 +189,7 @@ export class StepTimesByBatch {
     if (!(Number.isSafeInteger(maxBatch) && maxBatch >= 1)) throw new Error(`StepTimesByBatch: expected maxBatch ≥ 1, got ${maxBatch}`);
     if (!(alpha > 0 && alpha <= 1)) throw new Error(`StepTimesByBatch: expected alpha in (0, 1], got ${alpha}`);
     this.#mean = new Float64Array(maxBatch).fill(NaN);
+    this.#count = new Float64Array(maxBatch);
     this.#alpha = alpha;
   }
 
@@ -195,7 +198,10 @@ export class StepTimesByBatch {
     if (!(batch >= 1) || !(ms >= 0) || !Number.isFinite(ms)) return;
     const i = Math.min(batch, this.#mean.length) - 1;
     const m = this.#mean[i]!;
-    this.#mean[i] = Number.isNaN(m) ? ms : m + this.#alpha * (ms - m);
+    // Weight max(1/n, α): a plain mean until 1/α steps, so the first step at a batch size (often a
+    // long prefill chunk sharing it) does not stand for that size for the next hundred steps.
+    const n = ++this.#count[i]!;
+    this.#mean[i] = Number.isNaN(m) ? ms : m + Math.max(1 / n, this.#alpha) * (ms - m);
     this.#stale = true;
   }
 

@@ -34,6 +34,13 @@ test('StepTimesByBatch: an exponentially weighted mean per batch size, its table
   assert.equal(t.table()![0], 3, 'table() hands out a copy');
 });
 
+test('StepTimesByBatch: the first steps at a batch size are averaged with equal weights, so a first long step does not stand for it', () => {
+  const t = new StepTimesByBatch(2, 1 / 32);
+  t.add(2, 150); // a 150 ms prefill chunk beside two decodes, then 31 plain 3 ms steps
+  for (let i = 0; i < 31; i++) t.add(2, 3);
+  assert.ok(Math.abs(t.table()![1]! - (150 + 31 * 3) / 32) < 1e-9, `the plain mean of 32 steps: ${t.table()![1]}`);
+});
+
 test('StepTimesByBatch: property: the table is monotone, at least every measured mean at or below it, and stepMsAtBatch extends it', () => {
   fc.assert(
     fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 20 }), fc.double({ min: 0.001, max: 1000, noNaN: true })), { maxLength: 60 }), (steps) => {
