@@ -73,16 +73,38 @@ export interface AdmissionConfig {
   readonly selfTrainOptions?: Pick<SelfTrainerOptions, 'minRows' | 'retrainEvery' | 'ringSize' | 'runJob'>;
 }
 
-/** The base model's quantile level: a stable estimate that the conformal step inflates to the guarantee. */
-const BASE_QUANTILE = 0.9;
-const ONLINE_WINDOW = 2000;
-const E2E_COLUMNS: readonly FeatureName[] = ['new_prefill_tokens', 'max_tokens', 'prompt_work_ahead', 'remaining_decode_tokens', 'running'];
-const TTFT_COLUMNS: readonly FeatureName[] = ['new_prefill_tokens', 'prompt_work_ahead', 'running', 'waiting'];
+/**
+ * The online linear baselines (E2E and TTFT) the server starts with. `quantile` is the base model's
+ * level: a stable estimate that the conformal step inflates to the guarantee.
+ *
+ * `ridge` (relative to each column's sum of squares, util/linsolve.ts) and `minRows` (outcomes
+ * before the first fit) keep the first fits sane. With 1e-9, the offline default that only
+ * survives an exactly constant column, and a first fit on 7 rows, the E2E baseline predicted
+ * 80-400 s for requests that took 2 s when outputs end at EOS under a constant max_tokens cap
+ * (`running`, `max_tokens` and `remaining_decode_tokens` then nearly collinear). Those predictions
+ * are scored, and the rolling calibrator keeps 512 scores: replayed on recorded chat-natural runs
+ * (bench/admission/replay-linear.ts), 63-70% of the later bounds sat over the SLO in two of them,
+ * against 0% with these settings.
+ */
+export const ONLINE_BASELINE = {
+  quantile: 0.9,
+  window: 2000,
+  ridge: 0.01,
+  minRows: 24,
+  e2eColumns: ['new_prefill_tokens', 'max_tokens', 'prompt_work_ahead', 'remaining_decode_tokens', 'running'] satisfies readonly FeatureName[],
+  ttftColumns: ['new_prefill_tokens', 'prompt_work_ahead', 'running', 'waiting'] satisfies readonly FeatureName[],
+} as const;
 
 const columnsOf = (names: readonly FeatureName[]): number[] => names.map((n) => FEATURE_NAMES.indexOf(n));
 
+/** A fresh online baseline over the given columns, with ONLINE_BASELINE's settings (bench/ varies the two numbers). */
+export function onlineBaseline(columns: readonly FeatureName[], ridge: number = ONLINE_BASELINE.ridge, minRows: number = ONLINE_BASELINE.minRows): OnlineLinearQuantile {
+  const { quantile, window } = ONLINE_BASELINE;
+  return new OnlineLinearQuantile({ quantile, columns: columnsOf(columns), numFeatures: NUM_FEATURES, windowSize: window, ridge, minRows });
+}
+
 function online(columns: readonly FeatureName[]): BasePredictor {
-  return { kind: 'online', model: new OnlineLinearQuantile({ quantile: BASE_QUANTILE, columns: columnsOf(columns), numFeatures: NUM_FEATURES, windowSize: ONLINE_WINDOW }) };
+  return { kind: 'online', model: onlineBaseline(columns) };
 }
 
 export function createAdmissionController(c: AdmissionConfig): AdmissionController {
@@ -92,7 +114,7 @@ export function createAdmissionController(c: AdmissionConfig): AdmissionControll
   const alpha = 1 - guarantee;
   const calibrator = () =>
     createOnlineCalibrator({ mode: c.calibration ?? 'rolling', score: ratioScore, alpha, ...(c.minOutcomes === undefined ? {} : { minN: c.minOutcomes }), ...(c.window === undefined ? {} : { window: c.window }) });
-  let e2eBase = online(E2E_COLUMNS);
+  let e2eBase = online(ONLINE_BASELINE.e2eColumns);
   if (c.artifactPath !== undefined) {
     const loaded = loadArtifact(c.artifactPath);
     if (!loaded.ok) throw new Error(`admission: cannot use ${c.artifactPath}: ${loaded.reason}`);
@@ -128,14 +150,14 @@ export function createAdmissionController(c: AdmissionConfig): AdmissionControll
   const e2e = new BoundModel(e2eBase, e2eCalibrator);
   const selfTrainer =
     c.selfTrain === true && c.artifactPath === undefined
-      ? new SelfTrainer({ target: e2e, alpha: e2eAlpha, calibration: c.calibration ?? 'rolling', quantile: BASE_QUANTILE, ...(c.window === undefined ? {} : { window: c.window }), ...c.selfTrainOptions, log: (line) => console.error(`headroom: ${line}`) })
+      ? new SelfTrainer({ target: e2e, alpha: e2eAlpha, calibration: c.calibration ?? 'rolling', quantile: ONLINE_BASELINE.quantile, ...(c.window === undefined ? {} : { window: c.window }), ...c.selfTrainOptions, log: (line) => console.error(`headroom: ${line}`) })
       : undefined;
   const controller = new ConformalController({
     alpha,
     e2e,
     ...(selfTrainer === undefined ? {} : { selfTrainer }),
     arithmeticBound: c.arithmeticBound === true,
-    ttft: new BoundModel(online(TTFT_COLUMNS), calibrator()),
+    ttft: new BoundModel(online(ONLINE_BASELINE.ttftColumns), calibrator()),
     ...(c.headroom === false ? {} : { headroom: new Headroom({ alpha, allowQueue: c.headroomQueue !== false, ...(c.headroomBatchShare === undefined ? {} : { maxRunningFraction: c.headroomBatchShare }) }) }),
   });
   if (c.state === undefined) return controller;

@@ -25,6 +25,11 @@ export interface OnlineLinearOptions extends LinearQuantileOptions {
   readonly numFeatures: number;
   /** Outcomes kept; at least columns + 2. */
   readonly windowSize: number;
+  /**
+   * Outcomes needed before a refit succeeds; columns + 2 (one more than the coefficients) by
+   * default, at most windowSize. A fit of k coefficients on barely k rows predicts anything off them.
+   */
+  readonly minRows?: number;
 }
 
 export class OnlineLinearQuantile implements QuantilePredictor {
@@ -34,6 +39,7 @@ export class OnlineLinearQuantile implements QuantilePredictor {
   readonly #ridge: number;
   readonly #k: number;
   readonly #window: number;
+  readonly #minRows: number;
   // Ring buffer: row r's design vector at #rowsZ[r·k, (r+1)·k), its latency at #rowsY[r].
   readonly #rowsZ: Float64Array;
   readonly #rowsY: Float64Array;
@@ -60,6 +66,7 @@ export class OnlineLinearQuantile implements QuantilePredictor {
     this.#columns = [...options.columns];
     this.#k = this.#columns.length + 1;
     this.#window = checkInt(who, 'windowSize', options.windowSize, this.#k + 1, 1e7);
+    this.#minRows = checkInt(who, 'minRows', options.minRows ?? this.#k + 1, this.#k + 1, this.#window);
     const k = this.#k;
     this.#rowsZ = new Float64Array(this.#window * k);
     this.#rowsY = new Float64Array(this.#window);
@@ -108,9 +115,9 @@ export class OnlineLinearQuantile implements QuantilePredictor {
     return true;
   }
 
-  /** Refits β and the shift on the window; false (model unchanged) with too few rows or a degenerate window. */
+  /** Refits β and the shift on the window; false (model unchanged) with fewer than minRows rows or a degenerate window. */
   refit(): boolean {
-    if (this.#count <= this.#k) return false;
+    if (this.#count < this.#minRows) return false;
     const beta = this.#candidate;
     if (!solveRidge(this.#A, this.#b, this.#k, this.#ridge, beta, this.#scratch)) return false;
     const k = this.#k;

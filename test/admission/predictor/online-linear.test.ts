@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
+import { readFileSync } from 'node:fs';
+import { ONLINE_BASELINE, onlineBaseline } from '../../../src/admission/factory.ts';
+import { FEATURE_NAMES, NUM_FEATURES, type FeatureName } from '../../../src/admission/features.ts';
 import { fitLinearQuantile, predictLinear } from '../../../src/admission/predictor/baselines.ts';
 import { OnlineLinearQuantile } from '../../../src/admission/predictor/online-linear.ts';
 import { Rng } from '../../../src/util/rng.ts';
@@ -90,5 +93,75 @@ describe('OnlineLinearQuantile', () => {
       { numRuns: 150 },
     );
     assert.ok(numRebuilt > 20 && numBetweenRebuilds > 20, `reached: ${numRebuilt} refits after a rebuild, ${numBetweenRebuilds} between rebuilds`);
+  });
+});
+
+/**
+ * The first 32 outcomes of a recorded run (chat-natural at 2x: outputs end at EOS, max_tokens a
+ * constant cap of 512 after three 1-token warm-up probes) and the arrivals between them, in the
+ * columns of the server's E2E baseline. Fed as bound-model.ts feeds it: refit on every outcome until
+ * the first fit succeeds, then every 8; every arrival predicted once the model is ready.
+ */
+function replayRecordedStart(ridge: number, minRows: number): { maxPrediction: number; maxLatency: number; numPredictions: number } {
+  const path = new URL('../../fixtures/eos-cap-outcomes.json', import.meta.url);
+  const fixture = JSON.parse(readFileSync(path, 'utf8')) as { columns: FeatureName[]; outcomes: number[][]; arrivals: { after: number; x: number[] }[] };
+  assert.deepEqual(fixture.columns, [...ONLINE_BASELINE.e2eColumns]);
+  const model = onlineBaseline(ONLINE_BASELINE.e2eColumns, ridge, minRows);
+  const row = (values: readonly number[]) => {
+    const x = new Float64Array(NUM_FEATURES);
+    fixture.columns.forEach((name, j) => (x[FEATURE_NAMES.indexOf(name)] = values[j]!));
+    return x;
+  };
+  let maxPrediction = 0;
+  let maxLatency = 0;
+  let numPredictions = 0;
+  let sinceRefit = 0;
+  let next = 0;
+  fixture.outcomes.forEach((o, i) => {
+    for (; next < fixture.arrivals.length && fixture.arrivals[next]!.after === i; next++) {
+      if (!model.ready) continue;
+      maxPrediction = Math.max(maxPrediction, model.predict(row(fixture.arrivals[next]!.x)));
+      numPredictions++;
+    }
+    const y = o[o.length - 1]!;
+    maxLatency = Math.max(maxLatency, y);
+    model.observe(row(o.slice(0, -1)), y);
+    if (++sinceRefit >= 8 || !model.ready) {
+      sinceRefit = 0;
+      model.refit();
+    }
+  });
+  return { maxPrediction, maxLatency, numPredictions };
+}
+
+describe("the server's online E2E baseline on a recorded start", () => {
+  it('predicts within a few times the latencies it was fitted on', () => {
+    const { maxPrediction, maxLatency, numPredictions } = replayRecordedStart(ONLINE_BASELINE.ridge, ONLINE_BASELINE.minRows);
+    assert.ok(numPredictions >= 10, `${numPredictions} predictions`);
+    assert.ok(maxPrediction <= 3 * maxLatency, `largest prediction ${maxPrediction.toFixed(0)} ms, largest latency ${maxLatency} ms`);
+  });
+
+  it('each setting alone keeps it there: the ridge with a first fit at 7 rows, the minimum with a 1e-9 ridge', () => {
+    for (const [ridge, minRows] of [[ONLINE_BASELINE.ridge, 7], [1e-9, ONLINE_BASELINE.minRows]] as const) {
+      const { maxPrediction, maxLatency } = replayRecordedStart(ridge, minRows);
+      assert.ok(maxPrediction <= 3 * maxLatency, `ridge ${ridge}, minRows ${minRows}: largest prediction ${maxPrediction.toFixed(0)} ms, largest latency ${maxLatency} ms`);
+    }
+  });
+
+  it('the fixture holds the failure the settings prevent: a 1e-9 ridge fitted on 7 rows predicts past 5x', () => {
+    const { maxPrediction, maxLatency } = replayRecordedStart(1e-9, 7);
+    assert.ok(maxPrediction > 5 * maxLatency, `largest prediction ${maxPrediction.toFixed(0)} ms, largest latency ${maxLatency} ms`);
+  });
+
+  it('refuses a first fit below minRows, and a minRows below the coefficients + 1', () => {
+    assert.throws(() => new OnlineLinearQuantile({ quantile: 0.9, columns: [0, 2], numFeatures: 5, windowSize: 50, minRows: 3 }), /expected minRows to be an integer in \[4, 50\]/);
+    const m = new OnlineLinearQuantile({ quantile: 0.9, columns: [0, 2], numFeatures: 5, windowSize: 50, minRows: 10 });
+    const { X, y } = stream(10, 3);
+    for (let i = 0; i < 9; i++) {
+      m.observe(X[i]!, y[i]!);
+      assert.equal(m.refit(), false, `${i + 1} rows`);
+    }
+    m.observe(X[9]!, y[9]!);
+    assert.equal(m.refit(), true);
   });
 });
