@@ -181,6 +181,8 @@ export class Headroom {
     this.engine.start();
     await this.#warmUp();
     const engine = this.engine;
+    // After the warm-up: its probes' steps and one-token outputs are not what the saved estimates describe.
+    this.admission.keep?.('engine', { save: () => engine.estimates(), restore: (data) => engine.restoreEstimates(data) });
     this.#stopKeepWarm = prepareDecisions(this.admission, this.#opts.admission, { sloMs: this.#opts.server.sloMs, now: () => engine.now(), snapshot: (fresh) => engine.snapshot(fresh) });
     if (this.#opts.record !== undefined && this.#recorder === null) await this.#startRecorder(this.#opts.record);
     this.lifecycle.warm = true;

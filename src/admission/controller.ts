@@ -79,6 +79,21 @@ export interface AdmissionController {
    * the decision path. Absent: nothing worth rehearsing.
    */
   rehearsal?(): AdmissionController;
+  /**
+   * Keep `companion`'s state with this controller's across restarts, under `name`: what the
+   * controller's saved outcomes cannot rebuild (the engine's output-length and step-time estimates
+   * its arithmetic reads). A warm start restores it at once; a cold one starts it empty. Absent: the
+   * controller keeps nothing across a restart.
+   */
+  keep?(name: string, companion: Companion): void;
+}
+
+/** State kept beside a controller's across restarts (AdmissionController.keep). */
+export interface Companion {
+  /** A JSON-serialisable copy of the state. */
+  save(): unknown;
+  /** Restores what save() returned in an earlier process; returns a phrase for the log line, throws when the data does not fit. */
+  restore(data: unknown): string;
 }
 
 /** Admits everything: the behaviour before admission control exists, and the ablation's "off". */

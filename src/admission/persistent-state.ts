@@ -7,6 +7,10 @@
 // and a restart starts calibrated instead of exploring. Decision state (hysteresis, exploration
 // quota) is transient and starts fresh.
 //
+// What replaying cannot rebuild — the engine's own estimates (output lengths, step time by batch)
+// that the arithmetic reads — is kept beside them through keep(): DIR/<name>.json, rewritten every
+// COMPANION_EVERY outcomes, restored on a warm start and moved aside on a cold one.
+//
 // DIR/provenance.json names what the outcomes were measured on: runner, model sha256, machine,
 // feature names, guarantee, calibration mode and artifact. Outcomes from anywhere else would
 // calibrate a bound for another engine, so any difference starts cold with one log line, and the
@@ -19,12 +23,14 @@
 import { appendFileSync, existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { EngineSnapshot } from '../engine/snapshot.ts';
-import type { AdmissionContext, AdmissionController, AdmissionDecision, AdmissionOutcome } from './controller.ts';
+import type { AdmissionContext, AdmissionController, AdmissionDecision, AdmissionOutcome, Companion } from './controller.ts';
 import { NUM_FEATURES } from './features.ts';
 
 export const STATE_VERSION = 1;
 /** Outcomes replayed: the longest window any model keeps (the online baseline's). */
 export const KEEP = 2000;
+/** Outcomes between two saves of each kept companion (a few KB each). */
+export const COMPANION_EVERY = 50;
 
 /** What the saved outcomes were measured on; any field that differs starts cold. */
 export interface StateProvenance {
@@ -75,11 +81,15 @@ export class PersistentController implements AdmissionController {
   #start: 'warm' | 'cold';
   #coldReason: string | null = null;
   #writeError: string | null = null;
+  readonly #dir: string;
+  readonly #companions = new Map<string, Companion>();
+  #sinceCompanionSave = 0;
 
   constructor(inner: AdmissionController, o: PersistentStateOptions) {
     this.#inner = inner;
     this.name = inner.name;
     this.needsFeatures = inner.needsFeatures;
+    this.#dir = o.dir;
     this.#file = join(o.dir, 'outcomes.jsonl');
     this.#log = o.log;
     const provenanceFile = join(o.dir, 'provenance.json');
@@ -125,6 +135,45 @@ export class PersistentController implements AdmissionController {
     this.#numSaved++;
     this.#remember(line);
     if (++this.#sinceCompaction >= KEEP) this.#compact();
+    if (++this.#sinceCompanionSave >= COMPANION_EVERY) this.saveCompanions();
+  }
+
+  keep(name: string, companion: Companion): void {
+    if (!/^[a-z][a-z0-9-]*$/.test(name) || name === 'provenance' || this.#companions.has(name)) throw new Error(`admission state: cannot keep a companion named ${JSON.stringify(name)}`);
+    this.#companions.set(name, companion);
+    const file = join(this.#dir, `${name}.json`);
+    if (!existsSync(file)) return;
+    if (this.#start === 'cold') {
+      try {
+        renameSync(file, `${file}.stale`);
+      } catch (err) {
+        this.#log(`admission state: cannot move ${file} aside (${(err as NodeJS.ErrnoException).code ?? String(err)}); it will be overwritten`);
+      }
+      return;
+    }
+    try {
+      const what = companion.restore(JSON.parse(readFileSync(file, 'utf8')));
+      this.#log(`admission state: ${name} restored from ${file} (${what})`);
+    } catch (err) {
+      this.#log(`admission state: cannot restore ${name} from ${file} (${(err as Error).message}); it starts empty`);
+    }
+  }
+
+  /** Writes every kept companion's state now (also every COMPANION_EVERY outcomes); errors stop persisting, as for outcomes. */
+  saveCompanions(): void {
+    this.#sinceCompanionSave = 0;
+    if (this.#writeError !== null) return;
+    for (const [name, companion] of this.#companions) {
+      const file = join(this.#dir, `${name}.json`);
+      try {
+        writeFileSync(`${file}.tmp`, JSON.stringify(companion.save()) + '\n');
+        renameSync(`${file}.tmp`, file);
+      } catch (err) {
+        this.#writeError = (err as NodeJS.ErrnoException).code ?? String(err);
+        this.#log(`admission state: cannot write ${file} (${this.#writeError}); no longer saving (serving goes on)`);
+        return;
+      }
+    }
   }
 
   state(): Record<string, unknown> {
@@ -159,6 +208,7 @@ export class PersistentController implements AdmissionController {
 
   #compact(): void {
     this.#sinceCompaction = 0;
+    this.saveCompanions();
     this.#recent = this.#recent.slice(-KEEP);
     try {
       writeFileSync(`${this.#file}.tmp`, this.#recent.map((l) => l + '\n').join(''));

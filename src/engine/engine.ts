@@ -21,11 +21,18 @@ import type { EndRequest, Request } from './request.ts';
 import type { Runner } from './runner/runner.ts';
 import type { Scheduler, SchedulerPlan, SchedulerSnapshot } from './scheduler/scheduler.ts';
 import type { EngineSnapshot } from './snapshot.ts';
-import { Ewma, OutputLengths, RecentBatch, StepTimesByBatch } from './snapshot.ts';
+import { Ewma, OutputLengths, RecentBatch, StepTimesByBatch, type SavedOutputLengths, type SavedStepTimes } from './snapshot.ts';
+
 import { buildSnapshot } from './snapshot-builder.ts';
 import type { StepKind, StepRecord } from './step-record.ts';
 import { StepLog } from './step-record.ts';
 import { bug } from '../util/bug.ts';
+
+/** Engine.estimates(): what a restart restores. */
+export interface SavedEstimates {
+  readonly outputLengths: SavedOutputLengths;
+  readonly stepTimesByBatch: SavedStepTimes;
+}
 
 export interface EngineOptions {
   /** Most requests held in memory (waiting + running); far above what the scheduler runs at once. */
@@ -289,6 +296,26 @@ export class Engine {
     this.#snapshot = null;
   }
 
+
+  /**
+   * What the engine has learned that admission's arithmetic reads and a restart would lose: the
+   * finished outputs' lengths and the step time by batch size (kept with --admission-state).
+   */
+  estimates(): SavedEstimates {
+    return { outputLengths: this.#outputLengths.save(), stepTimesByBatch: this.#stepTimesByBatch.save() };
+  }
+
+  /** Restores estimates() from an earlier process on the same model and slots; throws, restoring neither, when they do not fit. Returns a phrase for a log line. */
+  restoreEstimates(data: unknown): string {
+    const d = data as Partial<SavedEstimates> | null;
+    // Check both before changing either: a copy of the step table takes the restore first.
+    const probe = new StepTimesByBatch(Math.max(1, this.scheduler.snapshot().maxSequences));
+    const sizes = probe.restore(d?.stepTimesByBatch);
+    new OutputLengths().restore(d?.outputLengths);
+    this.#stepTimesByBatch.restore(d?.stepTimesByBatch);
+    const lengths = this.#outputLengths.restore(d?.outputLengths);
+    return `${lengths} output lengths, step times at ${sizes} batch sizes`;
+  }
 
   stats(): EngineStats {
     return {

@@ -107,6 +107,12 @@ export class Ewma {
  * a workload that runs every request to its cap never gets a length below the cap. add is O(1);
  * value sorts a copy of the ring only after a change.
  */
+/** OutputLengths' samples as saved across a restart. */
+export interface SavedOutputLengths {
+  readonly lengths: readonly number[];
+  readonly ended: readonly boolean[];
+}
+
 export class OutputLengths {
   readonly #lengths: Float64Array;
   readonly #ended: Uint8Array;
@@ -134,6 +140,29 @@ export class OutputLengths {
     this.#next = (this.#next + 1) % this.#lengths.length;
     this.#size = Math.min(this.#size + 1, this.#lengths.length);
     this.#stale = true;
+  }
+
+  /** The samples, oldest first (what restore takes back). */
+  save(): SavedOutputLengths {
+    const lengths: number[] = [];
+    const ended: boolean[] = [];
+    const start = this.#size === this.#lengths.length ? this.#next : 0;
+    for (let i = 0; i < this.#size; i++) {
+      const j = (start + i) % this.#lengths.length;
+      lengths.push(this.#lengths[j]!);
+      ended.push(this.#ended[j] === 1);
+    }
+    return { lengths, ended };
+  }
+
+  /** Adds saved samples, oldest first (the newest `capacity` stay); throws, adding none, when `data` is not what save() returns. Returns the number added. */
+  restore(data: unknown): number {
+    const d = data as Partial<SavedOutputLengths> | null;
+    const { lengths, ended } = d ?? {};
+    if (!Array.isArray(lengths) || !Array.isArray(ended) || lengths.length !== ended.length) throw new Error('expected { lengths, ended } of equal length');
+    if (!lengths.every((n) => Number.isSafeInteger(n) && n >= 0) || !ended.every((e) => typeof e === 'boolean')) throw new Error('expected lengths ≥ 0 and booleans');
+    lengths.forEach((n: number, i) => this.add(n, ended[i] as boolean));
+    return lengths.length;
   }
 
   get value(): number | null {
@@ -177,6 +206,12 @@ export class OutputLengths {
  * largest measured one, its mean scaled by b / b_max (decode cost at most linear in the batch: an
  * upper bound where nothing was measured). add is O(1); table is O(maxBatch) after a change.
  */
+/** StepTimesByBatch's means as saved across a restart. */
+export interface SavedStepTimes {
+  readonly mean: readonly (number | null)[];
+  readonly count: readonly number[];
+}
+
 export class StepTimesByBatch {
   readonly #mean: Float64Array;
   /** Steps seen per batch size: the first 1/α are averaged with equal weights. */
@@ -203,6 +238,37 @@ export class StepTimesByBatch {
     const n = ++this.#count[i]!;
     this.#mean[i] = Number.isNaN(m) ? ms : m + Math.max(1 / n, this.#alpha) * (ms - m);
     this.#stale = true;
+  }
+
+  /** The per-batch means (null where unmeasured) and step counts, index b − 1 (what restore takes back). */
+  save(): SavedStepTimes {
+    return { mean: Array.from(this.#mean, (m) => (Number.isNaN(m) ? null : m)), count: Array.from(this.#count) };
+  }
+
+  /**
+   * Replaces the means and counts with saved ones for the same batch sizes; throws, changing
+   * nothing, when `data` is not what save() returns for this many sizes. Returns the sizes measured.
+   */
+  restore(data: unknown): number {
+    const d = data as Partial<SavedStepTimes> | null;
+    const { mean, count } = d ?? {};
+    const n = this.#mean.length;
+    if (!Array.isArray(mean) || !Array.isArray(count) || mean.length !== n || count.length !== n) throw new Error(`expected { mean, count } for ${n} batch sizes`);
+    for (let i = 0; i < n; i++) {
+      const m = mean[i] as unknown;
+      const c = count[i] as unknown;
+      const ok = m === null ? c === 0 : typeof m === 'number' && Number.isFinite(m) && m >= 0 && typeof c === 'number' && Number.isSafeInteger(c) && c >= 1;
+      if (!ok) throw new Error(`batch ${i + 1}: expected a mean ≥ 0 with a count ≥ 1, or null with 0`);
+    }
+    let measured = 0;
+    for (let i = 0; i < n; i++) {
+      this.#mean[i] = mean[i] === null ? NaN : (mean[i] as number);
+      this.#count[i] = count[i] as number;
+      if (mean[i] !== null) measured++;
+    }
+    this.#stale = true;
+    this.#table = null;
+    return measured;
   }
 
   /** The monotone step time by batch size (index b − 1), a fresh copy; null before any decode step. */

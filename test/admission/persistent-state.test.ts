@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import type { AdmissionContext, AdmissionController } from '../../src/admission/controller.ts';
 import { createAdmissionController } from '../../src/admission/factory.ts';
+import { COMPANION_EVERY } from '../../src/admission/persistent-state.ts';
 import { warmFeatures as features } from '../helpers/admission-features.ts';
 import type { EngineSnapshot } from '../../src/engine/snapshot.ts';
 import { cliEnv } from '../cli/run-cli.ts';
@@ -94,7 +95,7 @@ test('a write error stops saving, logs one line, and the controller goes on deci
   }
 });
 
-test('serve --admission-state: a restarted server starts calibrated from what it learned', async () => {
+test('serve --admission-state: a restarted server starts calibrated from what it learned, with the engine\'s estimates', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'headroom-serve-state-'));
   const start = async (): Promise<{ url: string; stop: () => Promise<void>; out: () => string }> => {
     const p = spawnServe(['--runner', 'mock', '--host', '127.0.0.1', '--port', '0', '--admission-state', dir], cliEnv());
@@ -122,10 +123,57 @@ test('serve --admission-state: a restarted server starts calibrated from what it
       assert.equal(after.e2e.calibration.status, 'calibrated', 'calibrated before its first request');
       assert.deepEqual(after.e2e.calibration, before.e2e.calibration);
       assert.match(second.out(), /admission state: warm start from 130 saved outcomes/);
+      // The engine's own estimates come back too (saved every COMPANION_EVERY outcomes): the step table before any step but the warm-up's.
+      assert.match(second.out(), /admission state: engine restored from .*engine\.json \(\d+ output lengths, step times at [1-9]\d* batch sizes\)/);
+      const saved = JSON.parse(readFileSync(join(dir, 'engine.json'), 'utf8')) as { stepTimesByBatch: { mean: (number | null)[] } };
+      const stats = (await (await fetch(`${second.url}/stats`)).json()) as { engine: { stepMsByBatch: number[] } };
+      const firstMeasured = saved.stepTimesByBatch.mean.findIndex((m) => m !== null);
+      assert.equal(stats.engine.stepMsByBatch[firstMeasured], Math.round(saved.stepTimesByBatch.mean[firstMeasured]! * 100) / 100);
     } finally {
       await second.stop();
     }
   } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a kept companion is saved every COMPANION_EVERY outcomes, restored on a warm start, moved aside on a cold one', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'headroom-state-'));
+  const lines: string[] = [];
+  const errors = console.error;
+  console.error = (l: string) => lines.push(l);
+  try {
+    const where = { dir, runner: 'mock', modelSha256: 'mock', machine: 'm' };
+    let counter = 0;
+    const first = createAdmissionController({ mode: 'conformal', state: where });
+    first.keep!('engine', { save: () => ({ counter }), restore: () => assert.fail('nothing to restore on a first start') });
+    assert.throws(() => first.keep!('engine', { save: () => 0, restore: () => '' }), /cannot keep a companion named "engine"/);
+    const file = join(dir, 'engine.json');
+    for (let i = 0; i < COMPANION_EVERY - 1; i++) {
+      counter = i;
+      serve(first, 1, i);
+    }
+    assert.equal(existsSync(file), false, `not before ${COMPANION_EVERY} outcomes`);
+    counter = 1234;
+    serve(first, 1, COMPANION_EVERY);
+    assert.deepEqual(JSON.parse(readFileSync(file, 'utf8')), { counter: 1234 });
+
+    const restored: unknown[] = [];
+    const again = createAdmissionController({ mode: 'conformal', state: where });
+    again.keep!('engine', { save: () => null, restore: (d) => (restored.push(d), 'one counter') });
+    assert.deepEqual(restored, [{ counter: 1234 }]);
+    assert.match(lines.at(-1)!, /admission state: engine restored from .*engine\.json \(one counter\)/);
+
+    const refused = createAdmissionController({ mode: 'conformal', state: where });
+    refused.keep!('engine', { save: () => null, restore: () => { throw new Error('expected 16 batch sizes'); } });
+    assert.match(lines.at(-1)!, /cannot restore engine from .*\(expected 16 batch sizes\); it starts empty/);
+
+    const elsewhere = createAdmissionController({ mode: 'conformal', state: { ...where, machine: 'another' } });
+    elsewhere.keep!('engine', { save: () => null, restore: () => assert.fail('a cold start restores nothing') });
+    assert.equal(existsSync(file), false);
+    assert.ok(existsSync(`${file}.stale`), 'moved aside with the outcomes');
+  } finally {
+    console.error = errors;
     rmSync(dir, { recursive: true, force: true });
   }
 });

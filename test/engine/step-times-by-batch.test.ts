@@ -99,3 +99,43 @@ test('the engine measures step time by decode batch: an idle engine after a busy
   assert.ok(Math.abs(stepMsAtBatch(table, 4)! - 14) < 0.5, `batch 4: 2 + 12 ms, got ${stepMsAtBatch(table, 4)}`);
   await engine.stop();
 });
+
+test("the engine's estimates survive a restart: a fresh engine restores the step table and output lengths another one saved", async () => {
+  let now = 0;
+  const make = (maxSequences?: number) => {
+    const runner = new MockRunner({ cost: { speed: 0 }, ...(maxSequences === undefined ? {} : { maxSequences }) });
+    const execute = runner.execute.bind(runner);
+    runner.execute = async (plan) => {
+      now += 2 + 3 * plan.items.filter((it) => it.tokens.length === 1).length;
+      return execute(plan);
+    };
+    return new Engine(runner, createScheduler({ scheduler: 'continuous', maxOutputTokens: 256 }, runner.info), { maxQueuedRequests: 30, clock: { nowMs: () => now } });
+  };
+  const busy = make();
+  busy.seedAverages({ stepMs: 2, prefillTokensPerS: 1000, decodeTokensPerS: 500 });
+  busy.start();
+  const out: Outcome[] = [];
+  const reqs = Array.from({ length: 24 }, (_, i) => makeRequest(busy, { prompt: `busy ${i}`, maxTokens: 5 + i }, `b${i}`, out));
+  for (const r of reqs) busy.submit(r, sinkFor(r));
+  await busy.whenIdle();
+  await busy.stop();
+  const saved = JSON.parse(JSON.stringify(busy.estimates())) as unknown;
+
+  const fresh = make();
+  assert.equal(fresh.snapshot(true).stepMsByBatch, null);
+  assert.match(fresh.restoreEstimates(saved), /^24 output lengths, step times at \d+ batch sizes$/);
+  const before = busy.snapshot(true);
+  const after = fresh.snapshot(true);
+  assert.deepEqual(after.stepMsByBatch, before.stepMsByBatch);
+  assert.ok(after.stepMsByBatch !== null);
+  assert.deepEqual(fresh.estimates(), busy.estimates());
+
+  // Another slot count is another engine: refused, and neither estimate changes.
+  const other = make(4);
+  assert.throws(() => other.restoreEstimates(saved), /expected \{ mean, count \} for 4 batch sizes/);
+  const blank = make();
+  const nothing = blank.estimates();
+  assert.throws(() => blank.restoreEstimates({ ...(saved as object), outputLengths: { lengths: [3], ended: ['yes'] } }), /expected lengths ≥ 0 and booleans/);
+  assert.throws(() => blank.restoreEstimates(null), /expected \{ mean, count \}/);
+  assert.deepEqual(blank.estimates(), nothing, 'a refused restore changed nothing');
+});
