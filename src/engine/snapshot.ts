@@ -97,6 +97,12 @@ export class Ewma {
   }
 }
 
+/** OutputLengths' samples as saved across a restart. */
+export interface SavedOutputLengths {
+  readonly lengths: readonly number[];
+  readonly ended: readonly boolean[];
+}
+
 /**
  * How long outputs run before they end on their own, from the last `capacity` finished requests:
  * each is an output length and whether it ended there (EOS or a stop: an event) or was cut at its
@@ -107,12 +113,6 @@ export class Ewma {
  * a workload that runs every request to its cap never gets a length below the cap. add is O(1);
  * value sorts a copy of the ring only after a change.
  */
-/** OutputLengths' samples as saved across a restart. */
-export interface SavedOutputLengths {
-  readonly lengths: readonly number[];
-  readonly ended: readonly boolean[];
-}
-
 export class OutputLengths {
   readonly #lengths: Float64Array;
   readonly #ended: Uint8Array;
@@ -193,6 +193,12 @@ export class OutputLengths {
   }
 }
 
+/** StepTimesByBatch's means as saved across a restart. */
+export interface SavedStepTimes {
+  readonly mean: readonly (number | null)[];
+  readonly count: readonly number[];
+}
+
 /**
  * Step time as a function of the decode batch: a mean per batch size b (steps that decoded b
  * sequences, whatever prefill shared them; equal weights for the first 1/α steps, then exponential), so the step time a request will
@@ -206,12 +212,6 @@ export class OutputLengths {
  * largest measured one, its mean scaled by b / b_max (decode cost at most linear in the batch: an
  * upper bound where nothing was measured). add is O(1); table is O(maxBatch) after a change.
  */
-/** StepTimesByBatch's means as saved across a restart. */
-export interface SavedStepTimes {
-  readonly mean: readonly (number | null)[];
-  readonly count: readonly number[];
-}
-
 export class StepTimesByBatch {
   readonly #mean: Float64Array;
   /** Steps seen per batch size: the first 1/α are averaged with equal weights. */
