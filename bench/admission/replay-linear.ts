@@ -30,7 +30,7 @@ function list(flag: string, fallback: number[]): number[] {
   return at < 0 ? fallback : process.argv[at + 1]!.split(',').map(Number);
 }
 const ridges = list('--ridge', [1e-9, ONLINE_BASELINE.ridge]);
-const minimums = list('--min-rows', [ONLINE_BASELINE.e2eColumns.length + 2, ONLINE_BASELINE.minRows]);
+const minimums = list('--min-rows', [ONLINE_BASELINE.minRows, 24]);
 const files = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && !all[i - 1]?.startsWith('--'));
 if (files.length === 0 || ridges.some((r) => !(r >= 0)) || minimums.some((m) => !Number.isInteger(m) || m < ONLINE_BASELINE.e2eColumns.length + 2)) {
   console.error('usage: replay-linear.ts <trace.jsonl>... [--ridge 1e-9,0.01] [--min-rows 7,24]');

@@ -77,20 +77,21 @@ export interface AdmissionConfig {
  * The online linear baselines (E2E and TTFT) the server starts with. `quantile` is the base model's
  * level: a stable estimate that the conformal step inflates to the guarantee.
  *
- * `ridge` (relative to each column's sum of squares, util/linsolve.ts) and `minRows` (outcomes
- * before the first fit) keep the first fits sane. With 1e-9, the offline default that only
- * survives an exactly constant column, and a first fit on 7 rows, the E2E baseline predicted
+ * `ridge` is relative to each column's sum of squares (util/linsolve.ts). With 1e-9, the offline
+ * default that only survives an exactly constant column, the first fits (7 rows on) predicted
  * 80-400 s for requests that took 2 s when outputs end at EOS under a constant max_tokens cap
  * (`running`, `max_tokens` and `remaining_decode_tokens` then nearly collinear). Those predictions
  * are scored, and the rolling calibrator keeps 512 scores: replayed on recorded chat-natural runs
  * (bench/admission/replay-linear.ts), 63-70% of the later bounds sat over the SLO in two of them,
- * against 0% with these settings.
+ * against 0% with 0.01. `minRows`, the outcomes before the first fit, stays one more than the
+ * coefficients: 24 fixed the same runs in the replay, but served at 2x it left the bound
+ * uncalibrated longer and refused more (results/admission/natural-ridge-5min).
  */
 export const ONLINE_BASELINE = {
   quantile: 0.9,
   window: 2000,
   ridge: 0.01,
-  minRows: 24,
+  minRows: 7,
   e2eColumns: ['new_prefill_tokens', 'max_tokens', 'prompt_work_ahead', 'remaining_decode_tokens', 'running'] satisfies readonly FeatureName[],
   ttftColumns: ['new_prefill_tokens', 'prompt_work_ahead', 'running', 'waiting'] satisfies readonly FeatureName[],
 } as const;
