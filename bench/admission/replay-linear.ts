@@ -5,9 +5,9 @@
 //
 // Events in time order: every request, admitted or refused, is predicted and bounded at its
 // arrival; each admitted, uncensored outcome is scored against the prediction made at its arrival
-// and fed to the model at its finish (arrival + E2E), refitting every 8 (until the first fit
-// succeeds: every outcome), as bound-model.ts does. The bound depends only on the recorded features
-// and outcomes, not on what the run's own controller decided.
+// and fed to the model at its finish (arrival + E2E), through the server's own BoundModel (its
+// refit cadence included). The bound depends only on the recorded features and outcomes, not on
+// what the run's own controller decided.
 //
 // Printed per trace, ridge and minimum: decisions with a calibrated bound, their median, 99th
 // percentile and largest bound, the share of them over the SLO (refused by the learned bound), and
@@ -15,6 +15,7 @@
 //
 //   node --import tsx bench/admission/replay-linear.ts <trace.jsonl>... [--ridge 1e-9,0.01] [--min-rows 7,24]
 import { readFileSync } from 'node:fs';
+import { BoundModel } from '../../src/admission/bound-model.ts';
 import { RollingCalibrator } from '../../src/admission/conformal/rolling-calibrator.ts';
 import { ratioScore } from '../../src/admission/conformal/score.ts';
 import { parseTrace } from '../../src/admission/dataset.ts';
@@ -22,7 +23,6 @@ import { FEATURE_NAMES, NUM_FEATURES } from '../../src/admission/features.ts';
 import { ONLINE_BASELINE, onlineBaseline } from '../../src/admission/factory.ts';
 import type { TraceRow } from '../../src/admission/trace-writer.ts';
 
-const REFIT_EVERY = 8;
 const ALPHA = 0.05;
 
 function list(flag: string, fallback: number[]): number[] {
@@ -57,26 +57,18 @@ for (const file of files) {
   events.sort((a, b) => a.t - b.t || Number(b.finish) - Number(a.finish));
   for (const ridge of ridges) {
     for (const minRows of minimums) {
-      const model = onlineBaseline(ONLINE_BASELINE.e2eColumns, ridge, minRows);
-      const calibrator = new RollingCalibrator({ score: ratioScore, alpha: ALPHA });
-      const yhatAt = new Map<number, number>();
+      const bound = new BoundModel({ kind: 'online', model: onlineBaseline(ONLINE_BASELINE.e2eColumns, ridge, minRows) }, new RollingCalibrator({ score: ratioScore, alpha: ALPHA }));
+      const yhatAt = new Map<number, number | null>();
       const boundAt = new Map<number, number>();
-      let sinceRefit = 0;
       for (const e of events) {
         if (e.finish) {
-          const yhat = yhatAt.get(e.i);
-          if (yhat !== undefined) calibrator.observe(yhat, e.r.e2e_ms!);
-          model.observe(vector(e.r), e.r.e2e_ms!);
-          if (++sinceRefit >= REFIT_EVERY || !model.ready) {
-            sinceRefit = 0;
-            model.refit();
-          }
-        } else if (model.ready) {
-          const yhat = Math.max(0, model.predict(vector(e.r)));
-          yhatAt.set(e.i, yhat);
-          const b = calibrator.bound(yhat);
-          if (b.status === 'calibrated') boundAt.set(e.i, b.upper);
+          bound.observe(vector(e.r), yhatAt.get(e.i) ?? null, e.r.e2e_ms!, false);
+          continue;
         }
+        const yhat = bound.predict(vector(e.r));
+        yhatAt.set(e.i, yhat);
+        const b = bound.bound(yhat);
+        if (b.status === 'calibrated') boundAt.set(e.i, b.upper);
       }
       const bounds = [...boundAt.values()].sort((a, b) => a - b);
       const q = (p: number) => bounds[Math.min(bounds.length - 1, Math.floor(p * bounds.length))] ?? NaN;

@@ -22,7 +22,6 @@ import type { Runner } from './runner/runner.ts';
 import type { Scheduler, SchedulerPlan, SchedulerSnapshot } from './scheduler/scheduler.ts';
 import type { EngineSnapshot } from './snapshot.ts';
 import { Ewma, OutputLengths, RecentBatch, StepTimesByBatch, type SavedOutputLengths, type SavedStepTimes } from './snapshot.ts';
-
 import { buildSnapshot } from './snapshot-builder.ts';
 import type { StepKind, StepRecord } from './step-record.ts';
 import { StepLog } from './step-record.ts';

@@ -31,68 +31,68 @@ function serve(c: AdmissionController, n: number, from = 0): void {
   }
 }
 
-test('a restart with the same state directory starts with the bound it had; another machine starts cold with one line', () => {
+/** Runs `body` with a fresh state directory and console.error captured into `lines`; both undone after. */
+function withStateDir(body: (dir: string, lines: string[]) => void): void {
   const dir = mkdtempSync(join(tmpdir(), 'headroom-state-'));
   const lines: string[] = [];
   const errors = console.error;
   console.error = (l: string) => lines.push(l);
   try {
-    const where = { dir, runner: 'mock', modelSha256: 'mock', machine: 'this machine' };
-    const first = createAdmissionController({ mode: 'conformal', state: where });
-    assert.equal(persistence(first).start, 'cold');
-    serve(first, 400);
-    const learned = e2e(first);
-    assert.equal(learned.status, 'calibrated');
-    assert.equal(lines.length, 0, 'a first start in an empty directory says nothing');
-
-    const again = createAdmissionController({ mode: 'conformal', state: where });
-    assert.equal(persistence(again).start, 'warm');
-    assert.ok(persistence(again).numReplayed >= 300, `${persistence(again).numReplayed} outcomes replayed`);
-    assert.deepEqual(e2e(again), learned, 'the replay rebuilds the same calibration window');
-    const coldStart = (c: AdmissionController) => (c.state() as { e2e: { coldStart: { learned: boolean; n: number; margin: number } } }).e2e.coldStart;
-    assert.equal(coldStart(first).learned, true);
-    assert.deepEqual(coldStart(again), coldStart(first), 'and the cold-start factor (rows keep the unmargined estimate)');
-    assert.match(lines.at(-1)!, /warm start from \d+ saved outcomes/);
-    // Both go on alike: the same requests get the same decisions.
-    serve(first, 50, 400);
-    serve(again, 50, 400);
-    assert.deepEqual(e2e(again), e2e(first));
-
-    const elsewhere = createAdmissionController({ mode: 'conformal', state: { ...where, machine: 'another machine' } });
-    assert.equal(persistence(elsewhere).start, 'cold');
-    assert.equal(e2e(elsewhere).status, 'uncalibrated');
-    assert.match(lines.at(-1)!, /cold start \(saved for another machine \(saved "this machine", now "another machine"\)\); earlier files moved aside/);
-    assert.ok(existsSync(join(dir, 'outcomes.jsonl.stale')));
-    const otherGuarantee = createAdmissionController({ mode: 'conformal', guarantee: 0.99, state: { ...where, machine: 'another machine' } });
-    assert.match(persistence(otherGuarantee).coldReason!, /guarantee \(saved 0\.95, now 0\.99\)/);
+    body(dir, lines);
   } finally {
     console.error = errors;
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+test('a restart with the same state directory starts with the bound it had; another machine starts cold with one line', () => {
+  withStateDir((dir, lines) => {
+  const where = { dir, runner: 'mock', modelSha256: 'mock', machine: 'this machine' };
+  const first = createAdmissionController({ mode: 'conformal', state: where });
+  assert.equal(persistence(first).start, 'cold');
+  serve(first, 400);
+  const learned = e2e(first);
+  assert.equal(learned.status, 'calibrated');
+  assert.equal(lines.length, 0, 'a first start in an empty directory says nothing');
+
+  const again = createAdmissionController({ mode: 'conformal', state: where });
+  assert.equal(persistence(again).start, 'warm');
+  assert.ok(persistence(again).numReplayed >= 300, `${persistence(again).numReplayed} outcomes replayed`);
+  assert.deepEqual(e2e(again), learned, 'the replay rebuilds the same calibration window');
+  const coldStart = (c: AdmissionController) => (c.state() as { e2e: { coldStart: { learned: boolean; n: number; margin: number } } }).e2e.coldStart;
+  assert.equal(coldStart(first).learned, true);
+  assert.deepEqual(coldStart(again), coldStart(first), 'and the cold-start factor (rows keep the unmargined estimate)');
+  assert.match(lines.at(-1)!, /warm start from \d+ saved outcomes/);
+  // Both go on alike: the same requests get the same decisions.
+  serve(first, 50, 400);
+  serve(again, 50, 400);
+  assert.deepEqual(e2e(again), e2e(first));
+
+  const elsewhere = createAdmissionController({ mode: 'conformal', state: { ...where, machine: 'another machine' } });
+  assert.equal(persistence(elsewhere).start, 'cold');
+  assert.equal(e2e(elsewhere).status, 'uncalibrated');
+  assert.match(lines.at(-1)!, /cold start \(saved for another machine \(saved "this machine", now "another machine"\)\); earlier files moved aside/);
+  assert.ok(existsSync(join(dir, 'outcomes.jsonl.stale')));
+  const otherGuarantee = createAdmissionController({ mode: 'conformal', guarantee: 0.99, state: { ...where, machine: 'another machine' } });
+  assert.match(persistence(otherGuarantee).coldReason!, /guarantee \(saved 0\.95, now 0\.99\)/);
+  });
 });
 
 test('a write error stops saving, logs one line, and the controller goes on deciding', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'headroom-state-'));
-  const lines: string[] = [];
-  const errors = console.error;
-  console.error = (l: string) => lines.push(l);
-  try {
-    const c = createAdmissionController({ mode: 'conformal', state: { dir, runner: 'mock', modelSha256: 'mock', machine: 'm' } });
-    serve(c, 10);
-    assert.equal(persistence(c).numSaved, 10);
-    // The file turns into something that cannot be appended to.
-    rmSync(join(dir, 'outcomes.jsonl'));
-    mkdirSync(join(dir, 'outcomes.jsonl'));
-    serve(c, 200, 10);
-    assert.equal(persistence(c).writeError, 'EISDIR');
-    assert.equal(persistence(c).numSaved, 10);
-    assert.equal(lines.filter((l) => /cannot write/.test(l)).length, 1);
-    assert.equal(e2e(c).status, 'calibrated', 'it kept learning');
-    assert.equal(readFileSync(join(dir, 'provenance.json'), 'utf8').includes('"runner": "mock"'), true);
-  } finally {
-    console.error = errors;
-    rmSync(dir, { recursive: true, force: true });
-  }
+  withStateDir((dir, lines) => {
+  const c = createAdmissionController({ mode: 'conformal', state: { dir, runner: 'mock', modelSha256: 'mock', machine: 'm' } });
+  serve(c, 10);
+  assert.equal(persistence(c).numSaved, 10);
+  // The file turns into something that cannot be appended to.
+  rmSync(join(dir, 'outcomes.jsonl'));
+  mkdirSync(join(dir, 'outcomes.jsonl'));
+  serve(c, 200, 10);
+  assert.equal(persistence(c).writeError, 'EISDIR');
+  assert.equal(persistence(c).numSaved, 10);
+  assert.equal(lines.filter((l) => /cannot write/.test(l)).length, 1);
+  assert.equal(e2e(c).status, 'calibrated', 'it kept learning');
+  assert.equal(readFileSync(join(dir, 'provenance.json'), 'utf8').includes('"runner": "mock"'), true);
+  });
 });
 
 test('serve --admission-state: a restarted server starts calibrated from what it learned, with the engine\'s estimates', async () => {
@@ -138,42 +138,35 @@ test('serve --admission-state: a restarted server starts calibrated from what it
 });
 
 test('a kept companion is saved every COMPANION_EVERY outcomes, restored on a warm start, moved aside on a cold one', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'headroom-state-'));
-  const lines: string[] = [];
-  const errors = console.error;
-  console.error = (l: string) => lines.push(l);
-  try {
-    const where = { dir, runner: 'mock', modelSha256: 'mock', machine: 'm' };
-    let counter = 0;
-    const first = createAdmissionController({ mode: 'conformal', state: where });
-    first.keep!('engine', { save: () => ({ counter }), restore: () => assert.fail('nothing to restore on a first start') });
-    assert.throws(() => first.keep!('engine', { save: () => 0, restore: () => '' }), /cannot keep a companion named "engine"/);
-    const file = join(dir, 'engine.json');
-    for (let i = 0; i < COMPANION_EVERY - 1; i++) {
-      counter = i;
-      serve(first, 1, i);
-    }
-    assert.equal(existsSync(file), false, `not before ${COMPANION_EVERY} outcomes`);
-    counter = 1234;
-    serve(first, 1, COMPANION_EVERY);
-    assert.deepEqual(JSON.parse(readFileSync(file, 'utf8')), { counter: 1234 });
-
-    const restored: unknown[] = [];
-    const again = createAdmissionController({ mode: 'conformal', state: where });
-    again.keep!('engine', { save: () => null, restore: (d) => (restored.push(d), 'one counter') });
-    assert.deepEqual(restored, [{ counter: 1234 }]);
-    assert.match(lines.at(-1)!, /admission state: engine restored from .*engine\.json \(one counter\)/);
-
-    const refused = createAdmissionController({ mode: 'conformal', state: where });
-    refused.keep!('engine', { save: () => null, restore: () => { throw new Error('expected 16 batch sizes'); } });
-    assert.match(lines.at(-1)!, /cannot restore engine from .*\(expected 16 batch sizes\); it starts empty/);
-
-    const elsewhere = createAdmissionController({ mode: 'conformal', state: { ...where, machine: 'another' } });
-    elsewhere.keep!('engine', { save: () => null, restore: () => assert.fail('a cold start restores nothing') });
-    assert.equal(existsSync(file), false);
-    assert.ok(existsSync(`${file}.stale`), 'moved aside with the outcomes');
-  } finally {
-    console.error = errors;
-    rmSync(dir, { recursive: true, force: true });
+  withStateDir((dir, lines) => {
+  const where = { dir, runner: 'mock', modelSha256: 'mock', machine: 'm' };
+  let counter = 0;
+  const first = createAdmissionController({ mode: 'conformal', state: where });
+  first.keep!('engine', { save: () => ({ counter }), restore: () => assert.fail('nothing to restore on a first start') });
+  assert.throws(() => first.keep!('engine', { save: () => 0, restore: () => '' }), /cannot keep a companion named "engine"/);
+  const file = join(dir, 'engine.json');
+  for (let i = 0; i < COMPANION_EVERY - 1; i++) {
+    counter = i;
+    serve(first, 1, i);
   }
+  assert.equal(existsSync(file), false, `not before ${COMPANION_EVERY} outcomes`);
+  counter = 1234;
+  serve(first, 1, COMPANION_EVERY);
+  assert.deepEqual(JSON.parse(readFileSync(file, 'utf8')), { counter: 1234 });
+
+  const restored: unknown[] = [];
+  const again = createAdmissionController({ mode: 'conformal', state: where });
+  again.keep!('engine', { save: () => null, restore: (d) => (restored.push(d), 'one counter') });
+  assert.deepEqual(restored, [{ counter: 1234 }]);
+  assert.match(lines.at(-1)!, /admission state: engine restored from .*engine\.json \(one counter\)/);
+
+  const refused = createAdmissionController({ mode: 'conformal', state: where });
+  refused.keep!('engine', { save: () => null, restore: () => { throw new Error('expected 16 batch sizes'); } });
+  assert.match(lines.at(-1)!, /cannot restore engine from .*\(expected 16 batch sizes\); it starts empty/);
+
+  const elsewhere = createAdmissionController({ mode: 'conformal', state: { ...where, machine: 'another' } });
+  elsewhere.keep!('engine', { save: () => null, restore: () => assert.fail('a cold start restores nothing') });
+  assert.equal(existsSync(file), false);
+  assert.ok(existsSync(`${file}.stale`), 'moved aside with the outcomes');
+  });
 });

@@ -2,6 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { readFileSync } from 'node:fs';
+import { BoundModel } from '../../../src/admission/bound-model.ts';
+import { RollingCalibrator } from '../../../src/admission/conformal/rolling-calibrator.ts';
+import { ratioScore } from '../../../src/admission/conformal/score.ts';
 import { ONLINE_BASELINE, onlineBaseline } from '../../../src/admission/factory.ts';
 import { FEATURE_NAMES, NUM_FEATURES, type FeatureName } from '../../../src/admission/features.ts';
 import { fitLinearQuantile, predictLinear } from '../../../src/admission/predictor/baselines.ts';
@@ -99,14 +102,14 @@ describe('OnlineLinearQuantile', () => {
 /**
  * The first 32 outcomes of a recorded run (chat-natural at 2x: outputs end at EOS, max_tokens a
  * constant cap of 512 after three 1-token warm-up probes) and the arrivals between them, in the
- * columns of the server's E2E baseline. Fed as bound-model.ts feeds it: refit on every outcome until
- * the first fit succeeds, then every 8; every arrival predicted once the model is ready.
+ * columns of the server's E2E baseline, fed through the server's BoundModel (its refit cadence);
+ * every arrival is predicted once the model is ready.
  */
 function replayRecordedStart(ridge: number, minRows: number): { maxPrediction: number; maxLatency: number; numPredictions: number } {
   const path = new URL('../../fixtures/eos-cap-outcomes.json', import.meta.url);
   const fixture = JSON.parse(readFileSync(path, 'utf8')) as { columns: FeatureName[]; outcomes: number[][]; arrivals: { after: number; x: number[] }[] };
   assert.deepEqual(fixture.columns, [...ONLINE_BASELINE.e2eColumns]);
-  const model = onlineBaseline(ONLINE_BASELINE.e2eColumns, ridge, minRows);
+  const bound = new BoundModel({ kind: 'online', model: onlineBaseline(ONLINE_BASELINE.e2eColumns, ridge, minRows) }, new RollingCalibrator({ score: ratioScore, alpha: 0.05 }));
   const row = (values: readonly number[]) => {
     const x = new Float64Array(NUM_FEATURES);
     fixture.columns.forEach((name, j) => (x[FEATURE_NAMES.indexOf(name)] = values[j]!));
@@ -115,21 +118,17 @@ function replayRecordedStart(ridge: number, minRows: number): { maxPrediction: n
   let maxPrediction = 0;
   let maxLatency = 0;
   let numPredictions = 0;
-  let sinceRefit = 0;
   let next = 0;
   fixture.outcomes.forEach((o, i) => {
     for (; next < fixture.arrivals.length && fixture.arrivals[next]!.after === i; next++) {
-      if (!model.ready) continue;
-      maxPrediction = Math.max(maxPrediction, model.predict(row(fixture.arrivals[next]!.x)));
+      const yhat = bound.predict(row(fixture.arrivals[next]!.x));
+      if (yhat === null) continue;
+      maxPrediction = Math.max(maxPrediction, yhat);
       numPredictions++;
     }
     const y = o[o.length - 1]!;
     maxLatency = Math.max(maxLatency, y);
-    model.observe(row(o.slice(0, -1)), y);
-    if (++sinceRefit >= 8 || !model.ready) {
-      sinceRefit = 0;
-      model.refit();
-    }
+    bound.observe(row(o.slice(0, -1)), null, y, false);
   });
   return { maxPrediction, maxLatency, numPredictions };
 }
