@@ -64,7 +64,8 @@ RUN node --import tsx -e "await (await import('./src/model/default-model.ts')).e
 
 FROM ${NODE_IMAGE} AS runtime
 RUN groupadd --system --gid 10001 headroom \
- && useradd --system --uid 10001 --gid headroom --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin headroom
+ && useradd --system --uid 10001 --gid headroom --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin headroom \
+ && mkdir -p /var/lib/headroom && chown headroom:headroom /var/lib/headroom
 WORKDIR /app
 # Everything is owned by root and read-only to the server's user: it never writes under /app.
 COPY --from=build /app/node_modules/ node_modules/
@@ -76,7 +77,10 @@ COPY bin/ bin/
 # The compiled JavaScript where src/ is: bin/headroom.mjs finds src/cli/main.js and runs it without tsx.
 COPY --from=build /app/dist/src/ src/
 COPY deploy/entrypoint.sh deploy/models.sha256 deploy/
+# XDG_STATE_HOME: what admission control learns is kept per listening address under it (a volume
+# there keeps it across container restarts; deploy/README.md).
 ENV NODE_ENV=production \
+    XDG_STATE_HOME=/var/lib/headroom \
     HEADROOM_MODE=engine \
     HEADROOM_MODEL=/app/models/tiny.gguf
 USER 10001:10001

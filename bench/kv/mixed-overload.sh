@@ -41,7 +41,7 @@ run_point() {
   mkdir -p "$dir"
   echo "before $(cut -d' ' -f1-3 /proc/loadavg)" >"$dir/loadavg.txt"
   node bin/headroom.mjs serve --host 127.0.0.1 --port $port "${flags[@]}" --ctx "$CTX" --parallel "$PARALLEL" \
-    --max-output-tokens "$MAX_OUTPUT" --scheduler continuous >"$dir/server.log" 2>&1 &
+    --max-output-tokens "$MAX_OUTPUT" --scheduler continuous --admission-state off >"$dir/server.log" 2>&1 &
   pid=$!
   if wait_ready "http://127.0.0.1:$port" /ready "$pid"; then
     curl -s "http://127.0.0.1:$port/stats" >"$dir/stats-before.json" || true

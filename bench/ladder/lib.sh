@@ -37,10 +37,14 @@ stop_server() {
 
 # start_headroom PORT LOG FLAGS...: Headroom engine mode on MODEL; prints the pid. HEADROOM_BIN
 # runs another checkout's CLI (an A/B of two commits in one rotation; default bin/headroom.mjs).
+# Every server starts fresh: --admission-state off unless FLAGS name a state directory (a server on
+# a fixed port otherwise keeps its state under ~/.local/state and the next run would start warm).
 start_headroom() {
   local port=$1 log=$2; shift 2
+  local fresh=(--admission-state off)
+  if [[ -n ${HEADROOM_BIN:-} || " $* " == *" --admission-state "* ]]; then fresh=(); fi
   node "${HEADROOM_BIN:-bin/headroom.mjs}" serve --host 127.0.0.1 --port "$port" --model "$MODEL" --threads "$THREADS" \
-    --ctx "$CTX" --parallel "$PARALLEL" --max-output-tokens "$MAX_OUTPUT" "$@" >"$log" 2>&1 &
+    --ctx "$CTX" --parallel "$PARALLEL" --max-output-tokens "$MAX_OUTPUT" "${fresh[@]}" "$@" >"$log" 2>&1 &
   echo $!
 }
 

@@ -105,7 +105,7 @@ export class PersistentController implements AdmissionController {
       for (const f of [provenanceFile, this.#file]) if (existsSync(f)) renameSync(f, `${f}.stale`);
       writeFileSync(provenanceFile, wanted + '\n');
       writeFileSync(this.#file, '');
-      if (mismatch !== 'no saved state') this.#log(`admission state: cold start (${this.#coldReason}); earlier files moved aside as *.stale in ${o.dir}`);
+      this.#log(mismatch === 'no saved state' ? `admission state: none saved yet; saving in ${o.dir}` : `admission state: cold start (${this.#coldReason}); earlier files moved aside as *.stale in ${o.dir}`);
     }
     // Compact at once: the file then holds exactly what would be replayed.
     if (this.#start === 'warm') this.#compact();

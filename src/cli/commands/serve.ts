@@ -17,6 +17,7 @@ import type { EffectiveConfig } from '../config.ts';
 import { effectiveConfig, originNote } from '../config.ts';
 import { addOptions, readOptions } from '../option-table.ts';
 import { debugEnabled } from '../user-error.ts';
+import { defaultAdmissionStateDir } from '../state-home.ts';
 import { prepareWritableDir } from '../writable-dir.ts';
 import { checkTraceOut, flowOption, keysOf, onSignals, otelEndpointOf, serverConfigOf } from './front-door.ts';
 import { admissionBase } from './admission-options.ts';
@@ -154,15 +155,36 @@ async function recordOption(f: ServeOptions): Promise<{ dir: string; maxSegmentB
   return { dir: f.record, maxSegmentBytes: f.recordMaxBytes, maxSegments: f.recordMaxFiles };
 }
 
+/**
+ * --admission-state: the directory given (created if missing, else startup fails naming the flag),
+ * none with 'off', or by default one per listening address under the user's state directory
+ * (state-home.ts; none on port 0). A default that cannot be written is one log line, not a failure:
+ * the server then learns from scratch, as with 'off'.
+ */
+async function admissionStateDir(f: ServeOptions): Promise<string | null> {
+  if (f.admissionState === 'off') return null;
+  if (f.admissionState !== undefined) {
+    await prepareWritableDir(f.admissionState, '--admission-state: cannot keep state in');
+    return f.admissionState;
+  }
+  const dir = defaultAdmissionStateDir(f.host, f.port);
+  if (dir === null) return null;
+  try {
+    await prepareWritableDir(dir, 'cannot keep admission state in');
+    return dir;
+  } catch (err) {
+    console.error(`headroom: admission state: not kept (${(err as Error).message}); pass --admission-state DIR, or off`);
+    return null;
+  }
+}
+
 async function admissionConfig(f: ServeOptions): Promise<AdmissionConfig> {
   const base = admissionBase(f);
   const modelPath = f.runner === 'mock' ? null : (f.model ?? DEFAULT_MODEL_PATH);
   const modelSha256 = async (): Promise<string> => (modelPath === null ? 'mock' : existsSync(modelPath) ? await fileSha256(modelPath) : 'unknown');
   let state: AdmissionConfig['state'];
-  if (f.admissionState !== undefined && f.admission !== 'off') {
-    await prepareWritableDir(f.admissionState, '--admission-state: cannot keep state in');
-    state = { dir: f.admissionState, runner: f.runner, modelSha256: await modelSha256(), machine: machineIdentity() };
-  }
+  const stateDir = f.admission === 'off' ? null : await admissionStateDir(f);
+  if (stateDir !== null) state = { dir: stateDir, runner: f.runner, modelSha256: await modelSha256(), machine: machineIdentity() };
   if (f.admissionArtifact === undefined) {
     if (f.admissionCalibrationTraces !== undefined) throw new StartupError('--admission-calibration-traces: calibrates an --admission-artifact; give one (without it the server learns online)');
     return { ...base, selfTrain: f.admissionSelfTrain === 'on', ...(state === undefined ? {} : { state }) };
