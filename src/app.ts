@@ -174,6 +174,8 @@ export class Headroom {
 
   /** Load the model (if given as a loader), start the engine, warm up, turn /ready green. */
   async load(): Promise<void> {
+    // After listen(): a server that could not bind its port never touches a state directory another one uses.
+    this.admission.open?.();
     if (this.#engine === null) {
       const load = this.#opts.runner as () => Promise<Runner>;
       this.#install(await load());

@@ -86,6 +86,8 @@ export interface AdmissionController {
    * controller keeps nothing across a restart.
    */
   keep?(name: string, companion: Companion): void;
+  /** Read what is kept on disk (persistent-state.ts); the server calls it once it holds its port, before anything else. */
+  open?(): void;
 }
 
 /** State kept beside a controller's across restarts (AdmissionController.keep). */

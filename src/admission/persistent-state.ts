@@ -78,7 +78,9 @@ export class PersistentController implements AdmissionController {
   #sinceCompaction = 0;
   #numReplayed = 0;
   #numSaved = 0;
-  #start: 'warm' | 'cold';
+  #start: 'warm' | 'cold' = 'cold';
+  readonly #options: PersistentStateOptions;
+  #opened = false;
   #coldReason: string | null = null;
   #writeError: string | null = null;
   readonly #dir: string;
@@ -92,6 +94,18 @@ export class PersistentController implements AdmissionController {
     this.#dir = o.dir;
     this.#file = join(o.dir, 'outcomes.jsonl');
     this.#log = o.log;
+    this.#options = o;
+  }
+
+  /**
+   * Reads the directory: a warm start replays what it holds, a cold one moves it aside. Not in the
+   * constructor: a server calls it once it holds its port, so a second server that cannot bind
+   * never touches the first one's files. Every other method opens first; a second call does nothing.
+   */
+  open(): void {
+    if (this.#opened) return;
+    this.#opened = true;
+    const o = this.#options;
     const provenanceFile = join(o.dir, 'provenance.json');
     const wanted = JSON.stringify({ version: STATE_VERSION, ...o.provenance }, null, 2);
     const mismatch = existsSync(provenanceFile) ? differences(readFileSync(provenanceFile, 'utf8'), wanted) : 'no saved state';
@@ -112,14 +126,17 @@ export class PersistentController implements AdmissionController {
   }
 
   decide(ctx: AdmissionContext, snapshot: EngineSnapshot | null, features: Float64Array): AdmissionDecision {
+    this.open();
     return this.#inner.decide(ctx, snapshot, features);
   }
 
   fits(ctx: AdmissionContext, snapshot: EngineSnapshot | null, features: Float64Array): boolean {
+    this.open();
     return this.#inner.fits?.(ctx, snapshot, features) ?? true;
   }
 
   observe(features: Float64Array, decision: AdmissionDecision, outcome: AdmissionOutcome): void {
+    this.open();
     this.#inner.observe(features, decision, outcome);
     const m = decision.memo;
     if (m === null || this.#writeError !== null) return;
@@ -139,6 +156,7 @@ export class PersistentController implements AdmissionController {
   }
 
   keep(name: string, companion: Companion): void {
+    this.open();
     if (!/^[a-z][a-z0-9-]*$/.test(name) || name === 'provenance' || this.#companions.has(name)) throw new Error(`admission state: cannot keep a companion named ${JSON.stringify(name)}`);
     this.#companions.set(name, companion);
     const file = join(this.#dir, `${name}.json`);
@@ -161,6 +179,7 @@ export class PersistentController implements AdmissionController {
 
   /** Writes every kept companion's state now (also every COMPANION_EVERY outcomes); errors stop persisting, as for outcomes. */
   saveCompanions(): void {
+    this.open();
     this.#sinceCompanionSave = 0;
     if (this.#writeError !== null) return;
     for (const [name, companion] of this.#companions) {
@@ -177,10 +196,12 @@ export class PersistentController implements AdmissionController {
   }
 
   state(): Record<string, unknown> {
+    this.open();
     return { ...this.#inner.state(), persistence: { file: this.#file, start: this.#start, coldReason: this.#coldReason, numReplayed: this.#numReplayed, numSaved: this.#numSaved, writeError: this.#writeError } };
   }
 
   rehearsal(): AdmissionController {
+    this.open();
     return this.#inner.rehearsal?.() ?? this.#inner;
   }
 

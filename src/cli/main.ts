@@ -26,6 +26,14 @@ HEADROOM_SLO_MS=5000; other commands: HEADROOM_<COMMAND>_<FLAG>, e.g. HEADROOM_B
 a YAML/JSON file given with --config (keys as flags or camelCase). Precedence: flag > env > file > default.
 --debug (or HEADROOM_DEBUG=1) prints the stack trace of an error.`;
 
+// A reader that went away (stdout or stderr on a closed pipe: EPIPE) is no reason to stop serving:
+// the lines written there are lost, nothing else. Any other write error stays fatal.
+for (const out of [process.stdout, process.stderr]) {
+  out.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+  });
+}
+
 const argv = process.argv.slice(2);
 const debug = argv.includes('--debug') || process.env['HEADROOM_DEBUG'] === '1';
 const args = argv.filter((a) => a !== '--debug');

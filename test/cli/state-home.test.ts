@@ -2,7 +2,7 @@
 // directory, so a restart on the same address starts warm with no flag; none on port 0; 'off'
 // keeps nothing; a default that cannot be written is one line and the server still serves.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -77,4 +77,27 @@ test('a default state directory that cannot be written is one line; the server s
   const port = await freePort();
   const out = await serveSome(['--port', String(port)], cliEnv({ XDG_STATE_HOME: '/proc/self' }), 2);
   assert.match(out, /admission state: not kept \(cannot keep admission state in \/proc\/self\/headroom\/admission\/127\.0\.0\.1-\d+: .*\); pass --admission-state DIR, or off/);
+});
+
+test('a second server on a busy address exits with one line and leaves the running one\'s state as it was', async () => {
+  const home = mkdtempSync(join(tmpdir(), 'headroom-state-busy-'));
+  const env = cliEnv({ XDG_STATE_HOME: home });
+  const port = await freePort();
+  const dir = join(home, 'headroom', 'admission', `127.0.0.1-${port}`);
+  const running = spawnServe(['--runner', 'mock', '--host', '127.0.0.1', '--port', String(port)], env);
+  try {
+    await running.waitFor(/ready/);
+    const before = readdirSync(dir).sort();
+    const provenance = readFileSync(join(dir, 'provenance.json'), 'utf8');
+    // Another guarantee would be a cold start that moves the files aside, had it opened them.
+    const second = spawnServe(['--runner', 'mock', '--host', '127.0.0.1', '--port', String(port), '--admission-guarantee', '0.99'], env);
+    assert.equal((await second.exited).code, 1);
+    assert.deepEqual(second.stderr().trimEnd().split('\n'), [`headroom: error: port ${port} on 127.0.0.1 is already in use (pick another with --port)`]);
+    assert.deepEqual(readdirSync(dir).sort(), before, 'no file moved aside');
+    assert.equal(readFileSync(join(dir, 'provenance.json'), 'utf8'), provenance);
+  } finally {
+    running.proc.kill('SIGTERM');
+    await running.exited;
+    rmSync(home, { recursive: true, force: true });
+  }
 });
