@@ -12,7 +12,7 @@ test('arrivals are recorded per (rate, seed), kept on a resume, and a changed sc
   const dir = mkdtempSync(path.join(os.tmpdir(), 'headroom-arrivals-'));
   try {
     const c = { ...DEFAULT_LADDER, durationS: 20 };
-    const bench = (rate: number, seed: number, cfg = c) => benchConfigFor(cfg, 'http://127.0.0.1:1', rate, seed, {});
+    const bench = (rate: number, seed: number, cfg = c) => benchConfigFor(cfg, 'http://127.0.0.1:1', rate, seed, {}, null);
     await writeArrivals(dir, [{ rate: 1.5, seed: 1, bench: bench(1.5, 1) }, { rate: 1.5, seed: 2, bench: bench(1.5, 2) }]);
     const file = path.join(dir, 'arrivals', 'rate-1.5-seed-1.parquet');
     assert.ok(existsSync(file));
@@ -22,7 +22,7 @@ test('arrivals are recorded per (rate, seed), kept on a resume, and a changed sc
 
     await verifyArrivals(dir, 1.5, 1, bench(1.5, 1));
     // The URL and headers are not part of the schedule.
-    await verifyArrivals(dir, 1.5, 1, benchConfigFor(c, 'http://127.0.0.1:9', 1.5, 1, { authorization: 'Bearer x' }));
+    await verifyArrivals(dir, 1.5, 1, benchConfigFor(c, 'http://127.0.0.1:9', 1.5, 1, { authorization: 'Bearer x' }, null));
     // A different workload draw (here: another tokens-per-word) is a different schedule.
     await assert.rejects(verifyArrivals(dir, 1.5, 1, bench(1.5, 1, { ...c, tokensPerWord: 1.3 })), /differ from those recorded before the sweep/);
     await assert.rejects(verifyArrivals(dir, 3, 1, bench(3, 1)), /no recorded arrivals for rate-3-seed-1/);

@@ -92,6 +92,8 @@ test('bad flags give one clear line', async () => {
     [['--runner', 'gpu'], /expected llama or mock, got 'gpu'/],
     [['--seeds', '1,1'], /expected distinct seeds/],
     [['--warmup-s', '9', '--duration-s', '5'], /warm-up < duration/],
+    [['--workload', 'poetry'], /--workload.*'poetry' is invalid. Allowed choices are chat, /],
+    [['--admission-calibration-traces', 'results'], /--admission-calibration-traces: expected --admission-artifact with it/],
   ] as const) {
     const r = await runCli(['ladder', '--out', path.join(os.tmpdir(), 'headroom-ladder-never'), '--runner', 'mock', ...args]);
     assert.equal(r.code, 1, r.stderr);
@@ -100,17 +102,40 @@ test('bad flags give one clear line', async () => {
   }
 });
 
-test('rung 5 runs write their admission trace, and the report reads coverage from it', { timeout: 120_000 }, async () => {
+/** One rung-5 study of a single 3 s run at 6 req/s on the mock; returns the study folder and the run's. */
+async function rung5Study(extra: readonly string[]): Promise<{ out: string; run: string }> {
   const out = mkdtempSync(path.join(os.tmpdir(), 'headroom-ladder-r5-'));
+  const args = ['--runner', 'mock', '--rungs', '5-admission-95', '--rates', '6', '--seeds', '2', '--duration-s', '3', '--warmup-s', '0.5', '--slo-ms', '2000', '--timeout-s', '8', '--no-progress', ...extra];
+  const r = await runCli(['ladder', '--out', out, ...args], {}, 100_000);
+  assert.equal(r.code, 0, r.stderr);
+  return { out, run: path.join(out, 'runs', 'rate-6/seed-2/5-admission-95') };
+}
+
+test('rung 5 runs the shipped admission (no artifact) on a natural-length workload whose EOS it learned from the server, and writes its admission trace', { timeout: 120_000 }, async () => {
+  const { out, run } = await rung5Study(['--workload', 'chat-natural']);
   try {
-    const args = ['--runner', 'mock', '--rungs', '5-admission-95', '--rates', '6', '--seeds', '2', '--duration-s', '3', '--warmup-s', '0.5', '--slo-ms', '2000', '--timeout-s', '8', '--no-progress'];
-    const r = await runCli(['ladder', '--out', out, ...args], {}, 100_000);
-    assert.equal(r.code, 0, r.stderr);
-    const row = JSON.parse(readFileSync(path.join(out, 'runs', 'rate-6/seed-2/5-admission-95', 'row.json'), 'utf8')) as { trace_file: string | null; probe_ms: number | null };
+    const plan = JSON.parse(readFileSync(path.join(out, 'plan.json'), 'utf8')) as { config: { workload: string; admissionArtifact: string | null; admissionCalibrationTraces: string | null }; eos: { eosTokenId: number; vocabSize: number } | null };
+    assert.deepEqual([plan.config.workload, plan.config.admissionArtifact, plan.config.admissionCalibrationTraces], ['chat-natural', null, null]);
+    assert.ok(plan.eos !== null && plan.eos.vocabSize > plan.eos.eosTokenId, JSON.stringify(plan.eos));
+    // The run sent the natural-length workload: every request biased toward that EOS, max_tokens only a cap.
+    const meta = JSON.parse(readFileSync(path.join(run, 'meta.json'), 'utf8')) as { workload: { kind: string; natural_length: { eosTokenId: number; eos_bias: number } | null } };
+    assert.equal(meta.workload.kind, 'chat-natural');
+    assert.equal(meta.workload.natural_length?.eosTokenId, plan.eos.eosTokenId, JSON.stringify(meta.workload));
+    const row = JSON.parse(readFileSync(path.join(run, 'row.json'), 'utf8')) as { trace_file: string | null; probe_ms: number | null };
     assert.equal(row.trace_file, 'admission-trace.jsonl');
     assert.ok(row.probe_ms !== null, 'the probe passed admission (operator bypass)');
-    const trace = readFileSync(path.join(out, 'runs', 'rate-6/seed-2/5-admission-95', row.trace_file), 'utf8').trim().split('\n');
+    const trace = readFileSync(path.join(run, row.trace_file), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { bound_ms: number | null });
     assert.ok(trace.length > 5, `trace rows: ${trace.length}`);
+    // A cold start: 3 s is too short for the bound to calibrate, so no decision had one.
+    assert.ok(trace.every((t) => t.bound_ms === null), 'no calibrated bound in a cold 3 s run');
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+});
+
+test('rung 5 with a hand-trained artifact: the report reads coverage from its admission trace', { timeout: 120_000 }, async () => {
+  const { out } = await rung5Study(['--admission-artifact', 'results/gate/e2e-gbdt.json', '--admission-calibration-traces', 'results/gate/collect/round-1']);
+  try {
     const rep = await runCli(['report', out], {}, 100_000);
     assert.equal(rep.code, 0, rep.stderr);
     const coverage = readFileSync(path.join(out, 'report', 'tables', 'coverage.md'), 'utf8');

@@ -5,7 +5,9 @@
 import type { Command } from 'commander';
 import path from 'node:path';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { positive, positiveInt } from '../option-parsers.ts';
+import { oneOf, positive, positiveInt } from '../option-parsers.ts';
+import type { WorkloadKind } from '../../harness/workloads.ts';
+import { WORKLOAD_KINDS } from '../../harness/workloads.ts';
 
 const BASELINE = path.join('results', 'gate', 'baseline.json');
 
@@ -13,6 +15,7 @@ interface GateFlags {
   baseline: string;
   writeBaseline: boolean;
   rates?: number[];
+  workload?: WorkloadKind;
   durationS?: number;
   parallel?: number;
   url?: string;
@@ -29,6 +32,7 @@ export function registerGateCommand(program: Command): void {
     .option('--baseline <file>', 'baseline to compare with (or to write)', BASELINE)
     .option('--write-baseline', "measure with the gate's default configuration and write --baseline instead of comparing", false)
     .option('--rates <list>', 'with --write-baseline: offered rates, req/s (default 3,9)', (v) => v.split(',').map(positive))
+    .option('--workload <kind>', `with --write-baseline: the request mix, one of ${WORKLOAD_KINDS.join(', ')} (default chat; *-natural: outputs end at EOS)`, oneOf(WORKLOAD_KINDS))
     .option('--duration-s <s>', "seconds of arrivals per rate (default: the baseline's; tests shorten it)", positive)
     .option('--parallel <n>', "the server's sequence slots (default: the baseline's; a test breaks the scheduler with 1)", positiveInt)
     .option('--url <url>', 'drive this server instead of starting one per rate')
@@ -55,6 +59,7 @@ async function gate(f: GateFlags): Promise<number> {
   const config = {
     ...(baseline?.config ?? DEFAULT_GATE_CONFIG),
     ...(f.writeBaseline && f.rates !== undefined ? { rates: f.rates } : {}),
+    ...(f.writeBaseline && f.workload !== undefined ? { workload: f.workload } : {}),
     ...(f.durationS === undefined ? {} : { durationS: f.durationS }),
     ...(f.parallel === undefined ? {} : { parallel: f.parallel }),
     ...(f.maxSlipP99Ms === undefined ? {} : { maxSlipP99Ms: f.maxSlipP99Ms }),
@@ -72,7 +77,7 @@ async function gate(f: GateFlags): Promise<number> {
       log(`gate: not writing a baseline from an invalid run:\n  - ${[...run.problems, ...bad].join('\n  - ')}`);
       return 2;
     }
-    const command = `node bin/headroom.mjs gate --write-baseline --rates ${config.rates.join(',')} --baseline ${f.baseline}${f.out === undefined ? '' : ` --out ${f.out}`}`;
+    const command = `node bin/headroom.mjs gate --write-baseline --rates ${config.rates.join(',')} --workload ${config.workload} --baseline ${f.baseline}${f.out === undefined ? '' : ` --out ${f.out}`}`;
     await writeBaseline(f.baseline, config, thresholds, run.measurements, command);
     log(`gate: wrote ${f.baseline} in ${seconds.toFixed(0)} s`);
     return 0;

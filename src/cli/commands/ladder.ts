@@ -6,8 +6,9 @@ import path from 'node:path';
 import { UserError } from '../user-error.ts';
 import { anyText, existingDir, existingFile, intAtLeast0, intAtLeast1, listOf, num, numberAtLeast0, oneOf, positiveNumber } from '../option-parsers.ts';
 import type { OptionValues } from '../option-table.ts';
-import { addOptions, flag, opt, readOptions } from '../option-table.ts';
+import { addOptions, choice, flag, opt, readOptions } from '../option-table.ts';
 import { DEFAULT_LADDER as D } from '../../harness/ladder/config.ts';
+import { WORKLOAD_KINDS } from '../../harness/workloads.ts';
 
 export const LADDER_OPTIONS = [
   opt('--out <dir>', 'study folder (an existing one is resumed: its finished runs are skipped)', anyText, { required: true }),
@@ -29,8 +30,9 @@ export const LADDER_OPTIONS = [
   opt('--slo-ms <ms>', "the E2E SLO for goodput and every server's budget", positiveNumber, { default: String(D.sloMs) }),
   opt('--tokens-per-word <r>', 'measured tokens per generated word (docs/benchmarks.md)', positiveNumber, { default: String(D.tokensPerWord) }),
   opt('--max-slip-p99-ms <ms>', 'a run whose generator slips more is marked invalid', positiveNumber, { default: String(D.maxSlipP99Ms) }),
-  opt('--admission-artifact <file>', 'rung 5: offline predictor artifact (default: the online baseline; mock: results/gate/e2e-gbdt.json)', existingFile),
-  opt('--admission-calibration-traces <dir>', 'rung 5: warm-start traces (mock default: results/gate/collect/round-1)', existingDir),
+  choice('--workload <kind>', 'request mix (*-natural: outputs end at EOS, a length unknown in advance; docs/bench.md)', WORKLOAD_KINDS, D.workload),
+  opt('--admission-artifact <file>', 'rung 5: an offline predictor artifact (default: none, the shipped admission learned online from its own outcomes)', existingFile),
+  opt('--admission-calibration-traces <dir>', 'rung 5, with --admission-artifact: warm-start traces', existingDir),
   flag('--no-progress', 'no progress bar'),
   flag('--dry-run', 'print the run order and stop (rates must be given)'),
 ];
@@ -52,14 +54,16 @@ async function ladder(f: LadderOptions): Promise<number> {
   const rungs = f.rungs ?? DEFAULT_LADDER.rungs;
   const unknown = rungs.filter((id) => !RUNGS.some((r) => r.id === id));
   if (unknown.length > 0) throw new UserError(`--rungs: expected ids from ${RUNGS.map((r) => r.id).join(', ')}, got '${unknown.join(',')}'`);
-  const mock = f.runner === 'mock';
+  if (f.admissionCalibrationTraces !== undefined && f.admissionArtifact === undefined) {
+    throw new UserError('--admission-calibration-traces: expected --admission-artifact with it (warm-start traces calibrate an artifact)');
+  }
   const config = {
     ...DEFAULT_LADDER,
-    runner: f.runner, model: f.model ?? null, threads: f.threads, mockSpeed: f.mockSpeed, parallel: f.parallel,
+    runner: f.runner, model: f.model ?? null, threads: f.threads, mockSpeed: f.mockSpeed, parallel: f.parallel, workload: f.workload,
     rungs, seeds: f.seeds, rates: f.rates ?? null, gridMultipliers: f.grid, calibrationS: f.calibrationS,
     durationS: f.durationS, warmupS: f.warmupS, timeoutS: f.timeoutS, sloMs: f.sloMs, tokensPerWord: f.tokensPerWord, maxSlipP99Ms: f.maxSlipP99Ms,
-    admissionArtifact: f.admissionArtifact ?? (mock ? 'results/gate/e2e-gbdt.json' : null),
-    admissionCalibrationTraces: f.admissionCalibrationTraces ?? (mock ? 'results/gate/collect/round-1' : null),
+    admissionArtifact: f.admissionArtifact ?? null,
+    admissionCalibrationTraces: f.admissionCalibrationTraces ?? null,
   };
   try {
     validateLadderConfig(config);

@@ -1,5 +1,5 @@
-// One CI load-gate run: for each rate, a fresh `headroom serve --runner mock` with admission on
-// (the gate's own mock-runner artifact and calibration traces), one open-loop run through the
+// One CI load-gate run: for each rate, a fresh `headroom serve --runner mock` with the admission
+// control a user gets (no artifact, no traces: it learns from its own outcomes), one open-loop run through the
 // harness (runBench: schedule, records, generator validation), the server stopped; then the
 // steady-window numbers the verdict reads (judge.ts). It talks to the server over HTTP only.
 //
@@ -41,9 +41,12 @@ export interface GateConfig {
   readonly mockSpeed: number;
   /** Sequence slots (the running batch's limit). */
   readonly parallel: number;
-  /** Admission artifact and warm-start traces, relative to the repository root. */
-  readonly admissionArtifact: string;
-  readonly admissionCalibrationTraces: string;
+  /**
+   * An offline admission artifact and warm-start traces, relative to the repository root; null
+   * (the gate's default): the shipped admission, learned by the server from its own outcomes.
+   */
+  readonly admissionArtifact: string | null;
+  readonly admissionCalibrationTraces: string | null;
 }
 
 export const DEFAULT_GATE_CONFIG: GateConfig = {
@@ -58,8 +61,8 @@ export const DEFAULT_GATE_CONFIG: GateConfig = {
   maxSlipP99Ms: 20,
   mockSpeed: 1,
   parallel: 16,
-  admissionArtifact: 'results/gate/e2e-gbdt.json',
-  admissionCalibrationTraces: 'results/gate/collect/round-1',
+  admissionArtifact: null,
+  admissionCalibrationTraces: null,
 };
 
 /** The `headroom serve` flags the gate starts its server with. */
@@ -67,9 +70,17 @@ export function serveArgs(c: GateConfig): string[] {
   return [
     'serve', '--runner', 'mock', '--mock-speed', String(c.mockSpeed), '--host', '127.0.0.1', '--port', '0',
     '--parallel', String(c.parallel), '--slo-ms', String(c.sloMs), '--scheduler', 'continuous', '--kv', 'paged', '--prefix-cache', 'on',
-    // Relative to the repository root, the server's working directory (so no machine path is recorded).
-    '--admission', 'conformal', '--admission-artifact', c.admissionArtifact,
-    '--admission-calibration-traces', c.admissionCalibrationTraces,
+    // Port 0 keeps no admission state: every rate starts cold, as a first `npm start` does.
+    '--admission', 'conformal', ...artifactArgs(c),
+  ];
+}
+
+/** An offline artifact's flags (relative to the repository root, the server's working directory, so no machine path is recorded). */
+function artifactArgs(c: GateConfig): string[] {
+  if (c.admissionArtifact === null) return [];
+  return [
+    '--admission-artifact', c.admissionArtifact,
+    ...(c.admissionCalibrationTraces === null ? [] : ['--admission-calibration-traces', c.admissionCalibrationTraces]),
     // The artifact names the machine it was fitted on; the mock's step times are the cost model's,
     // not the CPU's, so it holds on any machine (the server warns, once).
     '--admission-allow-mismatch',

@@ -2,6 +2,8 @@
 // study's plan.json before anything runs, and a resumed study must be started with the same one
 // (a half-study measured under two configurations is two half-studies).
 import type { BenchConfig } from '../run.ts';
+import type { WorkloadKind } from '../workloads.ts';
+import type { EosTarget } from '../natural-length.ts';
 
 export interface LadderConfig {
   /** Model runner of every server ('mock': the cost model, for tests and smoke runs). */
@@ -14,6 +16,8 @@ export interface LadderConfig {
   readonly mockSpeed: number;
   /** Sequence slots (the running batch's limit), and the calibration's closed-loop workers. */
   readonly parallel: number;
+  /** What every request asks for (src/harness/workloads.ts); a natural-length one ends at EOS. */
+  readonly workload: WorkloadKind;
   /** Largest max_tokens the servers accept (the chat workload clips to 512). */
   readonly maxOutputTokens: number;
   /** Rung ids in ladder order (plan.ts RUNGS). */
@@ -38,7 +42,7 @@ export interface LadderConfig {
   readonly tokensPerWord: number;
   /** The generator is behind its schedule above this slip p99, ms (the run is marked invalid). */
   readonly maxSlipP99Ms: number;
-  /** Rung 5: an offline predictor artifact and warm-start traces (relative paths), or null. */
+  /** Rung 5: an offline predictor artifact and warm-start traces (relative paths), or null: the shipped admission, learned online. */
   readonly admissionArtifact: string | null;
   readonly admissionCalibrationTraces: string | null;
 }
@@ -50,6 +54,7 @@ export const DEFAULT_LADDER: LadderConfig = {
   threads: 2,
   mockSpeed: 1,
   parallel: 16,
+  workload: 'chat',
   maxOutputTokens: 512,
   rungs: ['1-fifo', '2-static', '3-continuous', '4-paged-prefix', '5-admission-80', '5-admission-95', '5-admission-99'],
   seeds: [1, 2, 3],
@@ -86,11 +91,12 @@ export function validateLadderConfig(c: LadderConfig): void {
   need(Number.isInteger(c.parallel) && c.parallel > 0, 'a positive integer --parallel', c.parallel);
 }
 
-/** The harness config of one open-loop run of the study. */
-export function benchConfigFor(c: LadderConfig, url: string, rate: number, seed: number, headers: Readonly<Record<string, string>>): BenchConfig {
+/** The harness config of one open-loop run of the study; `eos`: the served model's, for a natural-length workload (null otherwise). */
+export function benchConfigFor(c: LadderConfig, url: string, rate: number, seed: number, headers: Readonly<Record<string, string>>, eos: EosTarget | null): BenchConfig {
   return {
+    ...(eos === null ? {} : { eos }),
     url, path: '/v1/chat/completions', model: null, loop: 'open', arrival: 'poisson', rate, gammaShape: 1, concurrency: 1,
-    durationS: c.durationS, warmupS: c.warmupS, cooldownS: 0, timeoutS: c.timeoutS, seed, workload: 'chat',
+    durationS: c.durationS, warmupS: c.warmupS, cooldownS: 0, timeoutS: c.timeoutS, seed, workload: c.workload,
     tokensPerWord: c.tokensPerWord, contextTokens: 0, mix: [1, 1, 1], promptTokens: 256, outputTokens: 128,
     sloHeaderMs: null, ignoreEos: true, maxSlipP99Ms: c.maxSlipP99Ms, headers,
   };

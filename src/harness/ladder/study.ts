@@ -1,6 +1,7 @@
 // `headroom ladder`: one ablation study, end to end (docs/ladder.md).
 //
-//   1. plan.json: the config, the rate grid and the run order. A closed-loop calibration (labelled
+//   1. plan.json: the config, the rate grid and the run order. A natural-length workload first
+//      learns the model's EOS from a server of the study (eos-probe.ts: its requests carry it). A closed-loop calibration (labelled
 //      closed loop everywhere: it measures what the anchor rung can complete, not latency under
 //      arrivals) gives the capacity the grid is scaled from, unless rates are given.
 //   2. arrivals/: every (rate, seed) schedule and its digest, before the first run (arrivals.ts).
@@ -31,6 +32,9 @@ import { isComplete, readRow, rebuildIndex, runDir, stringifyRow } from './index
 import type { PlannedRun } from './plan.ts';
 import { ANCHOR_RUNG_ID, planRuns, rateGrid, rungById } from './plan.ts';
 import { runProbe } from './probe.ts';
+import { probeEos } from '../eos-probe.ts';
+import type { EosTarget } from '../natural-length.ts';
+import { isNaturalWorkload } from '../workloads.ts';
 
 export const PLAN_FILE = 'plan.json';
 export const EVENTS_FILE = 'events.jsonl';
@@ -49,6 +53,8 @@ export interface StudyHooks {
 interface Plan {
   tool: 'headroom ladder';
   config: LadderConfig;
+  /** A natural-length workload's EOS token and vocabulary, learned from the study's own server before anything else; null otherwise (absent in older plans). */
+  eos?: EosTarget | null;
   calibration: Record<string, unknown> | null;
   rates: number[];
   runs: PlannedRun[];
@@ -78,7 +84,7 @@ export async function runLadder(config: LadderConfig, studyDir: string, hooks: S
       continue;
     }
     const t0 = performance.now();
-    const row = await runOne(config, studyDir, run, env, keys);
+    const row = await runOne(config, studyDir, run, env, keys, plan.eos ?? null);
     wallsS.push((performance.now() - t0) / 1000);
     if (row.status === 'ok') numDone++;
     else log(`ladder: ${run.runId} failed: ${row.error ?? ''}`);
@@ -104,26 +110,47 @@ async function loadOrMakePlan(config: LadderConfig, studyDir: string, env: Recor
     log(`ladder: resuming ${studyDir} (${plan.runs.length} runs planned)`);
     return plan;
   }
+  // A natural-length request carries the model's EOS in its logit bias, so the arrivals cannot be drawn before it is known.
+  const eos = isNaturalWorkload(config.workload) ? await learnEos(config, studyDir, env, userKey, log) : null;
   let calibration: Record<string, unknown> | null = null;
   let rates = config.rates === null ? null : [...config.rates].sort((a, b) => a - b);
   if (rates === null) {
-    calibration = await calibrate(config, studyDir, env, userKey, log);
+    calibration = await calibrate(config, studyDir, env, userKey, eos, log);
     rates = rateGrid(calibration['capacity_rps'] as number, config.gridMultipliers);
   }
   const runs = planRuns(config.rungs, rates, config.seeds);
   // The arrival realisations go to disk before the plan does: a plan on disk means its arrivals are too.
-  await writeArrivals(studyDir, rates.flatMap((rate) => config.seeds.map((seed) => ({ rate, seed, bench: benchConfigFor(config, 'http://127.0.0.1:1', rate, seed, {}) }))));
-  const plan: Plan = { tool: 'headroom ladder', config, calibration, rates, runs, command };
+  await writeArrivals(studyDir, rates.flatMap((rate) => config.seeds.map((seed) => ({ rate, seed, bench: benchConfigFor(config, 'http://127.0.0.1:1', rate, seed, {}, eos) }))));
+  const plan: Plan = { tool: 'headroom ladder', config, eos, calibration, rates, runs, command };
   await writeFile(file, JSON.stringify(plan, null, 2) + '\n');
   log(`ladder: planned ${runs.length} runs at ${rates.join(', ')} req/s in ${studyDir}`);
   return plan;
+}
+
+/** The served model's EOS token and vocabulary, probed over HTTP (eos-probe.ts) on a server of the study's first rung, then stopped. */
+async function learnEos(config: LadderConfig, studyDir: string, env: Record<string, string>, userKey: string, log: (l: string) => void): Promise<EosTarget> {
+  const dir = path.join(studyDir, 'eos-probe');
+  await rm(dir, { recursive: true, force: true });
+  await mkdir(dir, { recursive: true });
+  await appendEvent(studyDir, { event: 'server-start', run: 'eos-probe' });
+  const server = await startServe(serveArgsFor(config, rungById(config.rungs[0] ?? ANCHOR_RUNG_ID).serveFlags, null), path.join(dir, 'server.log'), env);
+  try {
+    const headers = { authorization: `Bearer ${userKey}` };
+    const model = await resolveModel({ ...benchConfigFor(config, server.url, 1, 0, headers, null) });
+    const eos = await probeEos({ url: server.url, path: '/v1/chat/completions', model, headers });
+    if (typeof eos === 'string') throw new Error(`ladder: ${config.workload}: ${eos}`);
+    log(`ladder: ${config.workload}: EOS token ${eos.eosTokenId} of ${eos.vocabSize}, from the server`);
+    return eos;
+  } finally {
+    await server.stop();
+  }
 }
 
 /**
  * CLOSED LOOP capacity calibration on the anchor rung (or the last rung without admission in the
  * study): `parallel` workers, so the batch is full; capacity = completed requests per second.
  */
-async function calibrate(config: LadderConfig, studyDir: string, env: Record<string, string>, userKey: string, log: (l: string) => void): Promise<Record<string, unknown>> {
+async function calibrate(config: LadderConfig, studyDir: string, env: Record<string, string>, userKey: string, eos: EosTarget | null, log: (l: string) => void): Promise<Record<string, unknown>> {
   const plain = config.rungs.filter((id) => rungById(id).guarantee === null);
   const rungId = plain.includes(ANCHOR_RUNG_ID) ? ANCHOR_RUNG_ID : (plain.at(-1) ?? ANCHOR_RUNG_ID);
   const dir = path.join(studyDir, 'calibration');
@@ -133,7 +160,7 @@ async function calibrate(config: LadderConfig, studyDir: string, env: Record<str
   await appendEvent(studyDir, { event: 'server-start', run: 'calibration' });
   const server = await startServe(serveArgsFor(config, rungById(rungId).serveFlags, null), path.join(dir, 'server.log'), env);
   try {
-    const bench = { ...benchConfigFor(config, server.url, 1, config.seeds[0] ?? 0, { authorization: `Bearer ${userKey}` }), loop: 'closed' as const, concurrency: config.parallel, durationS: config.calibrationS, warmupS: Math.min(config.warmupS, config.calibrationS / 2) };
+    const bench = { ...benchConfigFor(config, server.url, 1, config.seeds[0] ?? 0, { authorization: `Bearer ${userKey}` }, eos), loop: 'closed' as const, concurrency: config.parallel, durationS: config.calibrationS, warmupS: Math.min(config.warmupS, config.calibrationS / 2) };
     const res = await runBench(bench, dir);
     const s = summarize(res.records, { sloMs: config.sloMs, windowS: bench.durationS - bench.warmupS, timeoutMs: config.timeoutS * 1000 });
     if (!(s.request_throughput > 0)) throw new Error(`ladder: the closed-loop calibration completed nothing (see ${path.join(dir, 'server.log')})`);
@@ -160,7 +187,7 @@ function serverPath(p: string): string {
 
 const loadavg = (): number[] => os.loadavg().map((v) => Number(v.toFixed(2)));
 
-async function runOne(config: LadderConfig, studyDir: string, run: PlannedRun, env: Record<string, string>, keys: { user: string; operator: string }): Promise<LadderRow> {
+async function runOne(config: LadderConfig, studyDir: string, run: PlannedRun, env: Record<string, string>, keys: { user: string; operator: string }, eos: EosTarget | null): Promise<LadderRow> {
   const dir = runDir(studyDir, run.runId);
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
@@ -181,7 +208,7 @@ async function runOne(config: LadderConfig, studyDir: string, run: PlannedRun, e
   let row = base;
   let server: ServeChild | null = null;
   try {
-    const bench = benchConfigFor(config, 'http://127.0.0.1:1', run.rate, run.seed, { authorization: `Bearer ${keys.user}` });
+    const bench = benchConfigFor(config, 'http://127.0.0.1:1', run.rate, run.seed, { authorization: `Bearer ${keys.user}` }, eos);
     await verifyArrivals(studyDir, run.rate, run.seed, bench);
     await appendEvent(studyDir, { event: 'server-start', run: run.runId });
     server = await startServe(serveArgsFor(config, rung.serveFlags, rung.guarantee === null ? null : serverPath(path.join(dir, TRACE_FILE))), path.join(dir, 'server.log'), env);
