@@ -13,13 +13,13 @@
 //   throughput arithmetic (the queue ahead and its own prefill at the measured prefill rate, its
 //   max_tokens — or, when shorter, how long recent outputs ran before EOS (90th percentile) — at the measured
 //   step time, times a safety factor: 2 until its own outcomes calibrate one, decision/cold-start.ts)
-//   fits the budget: exploring
+//   fits the budget (reason cold_start): admitting
 //   is how the bound gets its data, and refusing everything would keep it cold forever — but
 //   admitting everything on a fresh server under overload gave goodput 0 and never calibrated
 //   (every admitted request timed out, so no outcome ever came back);
 //   bound fits the budget (inside 0.9× of it while shedding: hysteresis)       → admit;
-//   engine idle, its rates unmeasured, or no bound yet, and the exploration
-//   quota has a slot                                                            → admit;
+//   engine idle or its rates unmeasured (with no bound yet: only idle), and
+//   the exploration quota has a slot                                            → admit: explore;
 // and then, for the whole request:
 //   refused above, but the engine visibly has room for it (decision/headroom.ts) → admit: headroom;
 //   otherwise                                                                   → refuse.
@@ -182,7 +182,7 @@ export class ConformalController implements AdmissionController {
     const bound = this.#bound(model, yhat, budgetMs, target, est);
     const floorMs = ownFloorMs(features, target);
     if (floorMs !== null && floorMs > budgetMs) return { admit: false, reason: 'below_floor', boundMs: bound.status === 'calibrated' ? bound.upper : null, explored: null };
-    if (bound.status === 'uncalibrated' && coldStartFits(snapshot, features, est, budgetMs, target, this.#coldStart)) return { admit: true, reason: 'explore', boundMs: null, explored: 'uncalibrated' };
+    if (bound.status === 'uncalibrated' && coldStartFits(snapshot, features, est, budgetMs, target, this.#coldStart)) return { admit: true, reason: 'cold_start', boundMs: null, explored: 'uncalibrated' };
     return gate.decide({ bound, budgetMs, nowMs: this.#clockMs, engine: snapshot });
   }
 }

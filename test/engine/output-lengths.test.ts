@@ -121,5 +121,5 @@ test('cold start: a generous max_tokens is refused while no length is known, adm
   const x = extractFeatures(ctx, known, new Float64Array(NUM_FEATURES));
   assert.equal(c.fits(ctx, known, x), true);
   const d = c.decide(ctx, known, x);
-  assert.deepEqual([d.admit, d.reason], [true, 'explore']);
+  assert.deepEqual([d.admit, d.reason], [true, 'cold_start']);
 });

@@ -17,6 +17,8 @@ export type GateReason =
   | 'fits'
   /** Admitted on the exploration quota (see `explored`). */
   | 'explore'
+  /** Admitted by the cold-start rule: no calibrated bound yet, and the throughput arithmetic times its learned factor fits (conformal-controller.ts). */
+  | 'cold_start'
   /** Refused: the bound exceeds the budget. */
   | 'over_budget'
   /** Refused: the bound fits the budget but not the resume threshold while shedding. */

@@ -37,8 +37,10 @@ describe('ExplorationQuota', () => {
     );
   });
 
-  it('explores only when the bound cannot be trusted here', () => {
-    assert.equal(explorationReason(false, BUSY), 'uncalibrated');
+  it('explores only when the bound cannot be trusted here, and never past the cold-start rule on a busy engine', () => {
+    assert.equal(explorationReason(false, BUSY), null);
+    assert.equal(explorationReason(false, IDLE), 'uncalibrated');
+    assert.equal(explorationReason(false, COLD), 'cold');
     assert.equal(explorationReason(true, null), 'cold');
     assert.equal(explorationReason(true, COLD), 'cold');
     assert.equal(explorationReason(true, IDLE), 'idle');
@@ -81,9 +83,10 @@ describe('AdmissionGate: a 99% guarantee cannot lock itself into refusing everyt
     assert.deepEqual(minute(new AdmissionGate(), () => cal.bound(1000), COLD), new Map([['explore', 24], ['over_budget', 96]]));
   });
 
-  it('uncalibrated (fewer than minN outcomes), it explores even on a busy engine, within the quota', () => {
+  it('uncalibrated (fewer than minN outcomes), it explores on an idle engine within the quota, and not on a busy one (the cold-start rule decides there)', () => {
     const cal = createOnlineCalibrator({ mode: 'rolling', score: ratioScore, alpha: 0.01 });
-    assert.deepEqual(minute(new AdmissionGate(), () => cal.bound(1000), BUSY), new Map([['explore', 24], ['uncalibrated', 96]]));
+    assert.deepEqual(minute(new AdmissionGate(), () => cal.bound(1000), IDLE), new Map([['explore', 24], ['uncalibrated', 96]]));
+    assert.deepEqual(minute(new AdmissionGate(), () => cal.bound(1000), BUSY), new Map([['uncalibrated', 120]]));
   });
 
   it('a bound that fits admits without spending the quota, and exploring does not move the hysteresis regime', () => {
