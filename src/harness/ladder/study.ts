@@ -20,7 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { summarize } from '../report.ts';
 import type { GeneratorValidation } from '../run.ts';
-import { resolveModel, runBench } from '../run.ts';
+import { resolveModel, runBench, withEos } from '../run.ts';
 import { machineProbe, sourceInfo } from '../provenance.ts';
 import type { ServeChild } from '../serve-child.ts';
 import { REPO_ROOT, startServe } from '../serve-child.ts';
@@ -32,7 +32,6 @@ import { isComplete, readRow, rebuildIndex, runDir, stringifyRow } from './index
 import type { PlannedRun } from './plan.ts';
 import { ANCHOR_RUNG_ID, planRuns, rateGrid, rungById } from './plan.ts';
 import { runProbe } from './probe.ts';
-import { probeEos } from '../eos-probe.ts';
 import type { EosTarget } from '../natural-length.ts';
 import { isNaturalWorkload } from '../workloads.ts';
 
@@ -127,7 +126,7 @@ async function loadOrMakePlan(config: LadderConfig, studyDir: string, env: Recor
   return plan;
 }
 
-/** The served model's EOS token and vocabulary, probed over HTTP (eos-probe.ts) on a server of the study's first rung, then stopped. */
+/** The served model's EOS token and vocabulary, probed over HTTP (run.ts withEos) on a server of the study's first rung, then stopped. */
 async function learnEos(config: LadderConfig, studyDir: string, env: Record<string, string>, userKey: string, log: (l: string) => void): Promise<EosTarget> {
   const dir = path.join(studyDir, 'eos-probe');
   await rm(dir, { recursive: true, force: true });
@@ -135,12 +134,11 @@ async function learnEos(config: LadderConfig, studyDir: string, env: Record<stri
   await appendEvent(studyDir, { event: 'server-start', run: 'eos-probe' });
   const server = await startServe(serveArgsFor(config, rungById(config.rungs[0] ?? ANCHOR_RUNG_ID).serveFlags, null), path.join(dir, 'server.log'), env);
   try {
-    const headers = { authorization: `Bearer ${userKey}` };
-    const model = await resolveModel({ ...benchConfigFor(config, server.url, 1, 0, headers, null) });
-    const eos = await probeEos({ url: server.url, path: '/v1/chat/completions', model, headers });
-    if (typeof eos === 'string') throw new Error(`ladder: ${config.workload}: ${eos}`);
-    log(`ladder: ${config.workload}: EOS token ${eos.eosTokenId} of ${eos.vocabSize}, from the server`);
-    return eos;
+    const bench = benchConfigFor(config, server.url, 1, 0, { authorization: `Bearer ${userKey}` }, null);
+    const learned = await withEos(bench, await resolveModel(bench));
+    if (typeof learned === 'string' || learned.eos === undefined) throw new Error(`ladder: ${typeof learned === 'string' ? learned : 'no EOS learned'}`);
+    log(`ladder: ${config.workload}: EOS token ${learned.eos.eosTokenId} of ${learned.eos.vocabSize}, from the server`);
+    return learned.eos;
   } finally {
     await server.stop();
   }
