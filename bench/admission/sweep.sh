@@ -22,7 +22,7 @@
 # what `headroom serve` runs with no flags: the online baseline, rolling calibration, the shortcut, keep-warm);
 # online-95-headroom-warm-selftrain is that with --admission-self-train on; default is no admission flag at all
 # (whatever this checkout ships); default-arith adds --admission-arithmetic-bound on, default-99
-# --admission-guarantee 0.99, default-selftrain --admission-self-train on. An arm tagged +before (default+before) runs the same flags from another
+# --admission-guarantee 0.99, default-selftrain --admission-self-train on, default-noprotect --admission-protect-running off. An arm tagged +before (default+before) runs the same flags from another
 # checkout's CLI, BEFORE_BIN=<checkout>/bin/headroom.mjs: an A/B of two commits in one rotation.
 # llama-server is llama.cpp's own server on the same model, threads, context and slots (start_llama in
 # bench/ladder/lib.sh: LLAMA_SERVER=<binary from bench/peer/build-llama-server.sh>); it cannot be probed
@@ -53,6 +53,7 @@ declare -A flags=(
   [default]=""
   [default-arith]="--admission-arithmetic-bound on"
   [default-99]="--admission-guarantee 0.99"
+  [default-noprotect]="--admission-protect-running off"
   [default-selftrain]="--admission-self-train on"
   [off]="--admission off"
   [conformal-95]="--admission conformal --admission-guarantee 0.95 --admission-headroom off $extra --admission-keep-warm-ms 0"

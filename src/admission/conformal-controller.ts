@@ -22,7 +22,9 @@
 //   the exploration quota has a slot                                            → admit: explore;
 // and then, for the whole request:
 //   refused above, but the engine visibly has room for it (decision/headroom.ts) → admit: headroom;
-//   otherwise                                                                   → refuse.
+//   otherwise                                                                   → refuse;
+// and with `protectRunning`, an admission above that would make a running request finish past its
+// deadline by the measured step times (decision/protect.ts) → refuse: delays_running.
 
 import { refusal } from '../backend/refusal.ts';
 import type { EngineSnapshot } from '../engine/snapshot.ts';
@@ -34,6 +36,7 @@ import type { Headroom } from './decision/headroom.ts';
 import { arithmeticEstimate, ownFloorMs } from './decision/headroom.ts';
 import type { ArithmeticEstimate } from './decision/headroom.ts';
 import type { GateDecision } from './decision/gate.ts';
+import { delaysAdmitted } from './decision/protect.ts';
 import { RetryAfter } from './decision/retry-after.ts';
 import { COLD_START_MARGIN, ColdStartMargin } from './decision/cold-start.ts';
 import type { SelfTrainer } from './self-train/self-trainer.ts';
@@ -58,6 +61,8 @@ export interface ConformalControllerOptions {
    * (the factory does both; decision/cold-start.ts).
    */
   readonly arithmeticBound?: boolean;
+  /** Refuse a request that would fit but would make a running request late (decision/protect.ts); default false. */
+  readonly protectRunning?: boolean;
 }
 
 export class ConformalController implements AdmissionController {
@@ -105,23 +110,29 @@ export class ConformalController implements AdmissionController {
     let verdict = e2e;
     if (verdict.admit && ctx.ttftBudgetMs !== null) verdict = this.#gate(this.#o.ttft, this.#ttftGate, memo.ttftPredictionMs, ctx.ttftBudgetMs, 'ttft', snapshot, features, est);
     let reason: string = verdict.reason;
-    if (!verdict.admit && verdict.reason !== 'below_floor' && this.#o.headroom !== undefined) {
+    // Whether admitting it would make a running request late (decision/protect.ts): asked only of a
+    // request something would admit, and before the shortcut spends a probe on it.
+    const delays = (): boolean => this.#o.protectRunning === true && snapshot !== null && delaysAdmitted(features, snapshot) !== null;
+    if (verdict.admit && delays()) reason = 'delays_running';
+    else if (!verdict.admit && verdict.reason !== 'below_floor' && this.#o.headroom !== undefined && !delays()) {
       const h = this.#o.headroom.decide(features, snapshot, ctx.sloMs, ctx.ttftBudgetMs, this.#clockMs);
       if (h === 'admit' || h === 'probe') reason = h === 'admit' ? 'headroom' : 'headroom_probe';
     }
     this.#reasons.set(reason, (this.#reasons.get(reason) ?? 0) + 1);
-    if (verdict.admit || reason === 'headroom' || reason === 'headroom_probe') return { admit: true, boundMs: e2e.boundMs, reason, memo };
+    if ((verdict.admit && reason !== 'delays_running') || reason === 'headroom' || reason === 'headroom_probe') return { admit: true, boundMs: e2e.boundMs, reason, memo };
     this.#numRefused++;
     const retryAfterS = snapshot === null ? this.#retry.minS : this.#retry.fromWork(snapshot);
     const what = verdict === e2e ? 'end-to-end latency' : 'time to first token';
     const budget = verdict === e2e ? ctx.sloMs : ctx.ttftBudgetMs!;
     const message =
-      verdict.reason === 'below_floor'
+      reason === 'delays_running'
+        ? `Admitting this request now would make a request already running finish past its deadline (by the engine's measured step times), though it would fit its own budget of ${ctx.sloMs} ms; retry after ${retryAfterS} s.`
+        : verdict.reason === 'below_floor'
         ? `This request's budget of ${budget} ms for its ${what} is below what its own prefill${verdict === e2e ? ' and one decode step' : ''} take on this engine at its measured rates (${Math.ceil(ownFloorMs(features, verdict === e2e ? 'e2e' : 'ttft')!)} ms), whatever the load; raise the budget or shorten the prompt.`
         : verdict.boundMs === null
         ? `This request's ${what} cannot be bounded yet (the latency bound is still calibrating) and the engine's measured rates put it past its budget of ${budget} ms; retry after ${retryAfterS} s.`
         : `This request's ${what} cannot be bounded inside its budget now (bound ${Math.round(verdict.boundMs)} ms, budget ${budget} ms at ${(1 - this.#o.alpha) * 100}% confidence); retry after ${retryAfterS} s.`;
-    return { admit: false, boundMs: e2e.boundMs, reason: verdict.reason, memo, refusal: refusal('conformal', { message, retryAfterS }) };
+    return { admit: false, boundMs: e2e.boundMs, reason, memo, refusal: refusal('conformal', { message, retryAfterS }) };
   }
 
   fits(ctx: AdmissionContext, snapshot: EngineSnapshot | null, features: Float64Array): boolean {
@@ -138,7 +149,7 @@ export class ConformalController implements AdmissionController {
   rehearsal(): AdmissionController {
     const o = this.#o;
     // The bound models and the cold-start factor are only read by decide(); observe() is never called on the twin.
-    return new ConformalController({ alpha: o.alpha, e2e: o.e2e, ttft: o.ttft, retryAfter: this.#retry, coldStart: this.#coldStart, arithmeticBound: o.arithmeticBound === true, ...(o.headroom === undefined ? {} : { headroom: o.headroom.fresh() }) });
+    return new ConformalController({ alpha: o.alpha, e2e: o.e2e, ttft: o.ttft, retryAfter: this.#retry, coldStart: this.#coldStart, arithmeticBound: o.arithmeticBound === true, protectRunning: o.protectRunning === true, ...(o.headroom === undefined ? {} : { headroom: o.headroom.fresh() }) });
   }
 
   observe(features: Float64Array, decision: AdmissionDecision, outcome: AdmissionOutcome): void {

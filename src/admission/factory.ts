@@ -69,6 +69,8 @@ export interface AdmissionConfig {
    * calibrated on the same outcomes), each at half the miscoverage (decision/cold-start.ts).
    */
   readonly arithmeticBound?: boolean;
+  /** Refuse a request whose admission would make a running request late (decision/protect.ts); default true. */
+  readonly protectRunning?: boolean;
   /** The self-trainer's schedule (tests shorten it). */
   readonly selfTrainOptions?: Pick<SelfTrainerOptions, 'minRows' | 'retrainEvery' | 'ringSize' | 'runJob'>;
 }
@@ -158,6 +160,7 @@ export function createAdmissionController(c: AdmissionConfig): AdmissionControll
     e2e,
     ...(selfTrainer === undefined ? {} : { selfTrainer }),
     arithmeticBound: c.arithmeticBound === true,
+    protectRunning: c.protectRunning !== false,
     ttft: new BoundModel(online(ONLINE_BASELINE.ttftColumns), calibrator()),
     ...(c.headroom === false ? {} : { headroom: new Headroom({ alpha, allowQueue: c.headroomQueue !== false, ...(c.headroomBatchShare === undefined ? {} : { maxRunningFraction: c.headroomBatchShare }) }) }),
   });

@@ -279,6 +279,7 @@ export class Engine {
       outputTokensP90: this.#outputLengths.value,
       stepMsByBatch: this.#stepTimesByBatch.table(),
       recentDecodeBatch: this.#recentBatch.valueAt(this.now()),
+      remainingTokens: (generated) => this.#outputLengths.remaining(generated),
     });
     return this.#snapshot;
   }

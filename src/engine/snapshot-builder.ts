@@ -18,6 +18,8 @@ export interface SnapshotInputs {
   readonly outputTokensP90: number | null;
   readonly stepMsByBatch: Float64Array | null;
   readonly recentDecodeBatch: number;
+  /** Output tokens an output that has run `generated` will still run (OutputLengths.remaining); null: unknown. */
+  readonly remainingTokens: (generated: number) => number | null;
 }
 
 export function buildSnapshot(i: SnapshotInputs): EngineSnapshot {
@@ -25,13 +27,16 @@ export function buildSnapshot(i: SnapshotInputs): EngineSnapshot {
   let runningPromptTokens = 0;
   let remainingDecodeTokens = 0;
   const work: { deadlineMs: number; tokens: number }[] = [];
+  const deadlines: number[] = [];
   for (const { req } of i.held) {
     // Everything not yet in KV, less the token that a decode step feeds.
     const toCompute = Math.max(0, req.numTokens - req.numComputedTokens - 1);
     if (req.status === RequestStatus.WAITING) waitingPromptTokens += toCompute;
     else if (req.status === RequestStatus.RUNNING) {
       runningPromptTokens += toCompute;
-      remainingDecodeTokens += req.maxTokens - req.outputTokens.length;
+      const left = req.maxTokens - req.outputTokens.length;
+      remainingDecodeTokens += left;
+      deadlines.push(req.deadlineMs, Math.min(left, i.remainingTokens(req.outputTokens.length) ?? left));
     }
     if (toCompute > 0) work.push({ deadlineMs: req.deadlineMs, tokens: toCompute });
   }
@@ -60,6 +65,7 @@ export function buildSnapshot(i: SnapshotInputs): EngineSnapshot {
     outputTokensP90: i.outputTokensP90,
     stepMsByBatch: i.stepMsByBatch,
     recentDecodeBatch: i.recentDecodeBatch,
+    runningDeadlines: Float64Array.from(deadlines),
     scheduler: s,
   });
 }

@@ -61,6 +61,15 @@ export interface EngineSnapshot {
    * an engine idle for a few seconds is back near 0. Absent where no engine measures it.
    */
   readonly recentDecodeBatch?: number;
+  /**
+   * The running requests' deadlines and how much longer each will decode, as pairs: entry 2i is
+   * request i's deadline (engine time, ms), entry 2i + 1 the output tokens it will still generate
+   * by the 90th percentile of outputs that ran as long as it has (OutputLengths.remaining), at most
+   * what its max_tokens leaves — all of that when too few outputs have ended to tell. What admission
+   * reads to keep a new request from pushing an admitted one past its deadline
+   * (admission/decision/protect.ts). Absent where no engine holds the requests (a gateway).
+   */
+  readonly runningDeadlines?: Float64Array;
   /** The scheduler's own view (KV, preemptions, why it stopped taking waiting requests). */
   readonly scheduler: SchedulerSnapshot;
 }
@@ -111,7 +120,7 @@ export interface SavedOutputLengths {
  * is at most 1 − q — or null with fewer than `minSamples` requests or when the estimate never gets
  * there (too many cut at their cap to tell). So a max_tokens of 1 (a probe) says almost nothing, and
  * a workload that runs every request to its cap never gets a length below the cap. add is O(1);
- * value sorts a copy of the ring only after a change.
+ * value and remaining sort a copy of the ring only after a change.
  */
 export class OutputLengths {
   readonly #lengths: Float64Array;
@@ -120,7 +129,7 @@ export class OutputLengths {
   readonly #minSamples: number;
   #next = 0;
   #size = 0;
-  #cached: number | null = null;
+  #curve: { readonly times: Float64Array; readonly surviving: Float64Array; readonly quantile: number | null } | null = null;
   #stale = false;
 
   constructor(o: { readonly capacity?: number; readonly q?: number; readonly minSamples?: number } = {}) {
@@ -167,15 +176,49 @@ export class OutputLengths {
 
   get value(): number | null {
     if (this.#size < this.#minSamples) return null;
-    if (this.#stale) {
-      this.#cached = this.#quantile();
-      this.#stale = false;
-    }
-    return this.#cached;
+    return this.#estimate().quantile;
   }
 
-  #quantile(): number | null {
+  /**
+   * How many more tokens an output that has run `generated` tokens without ending will run, at the
+   * `q`-quantile given that it got there: the least t at which the Kaplan–Meier survival falls to
+   * (1 − q) times its value at `generated`, less `generated`. Null with fewer than `minSamples`
+   * requests, or when the estimate never falls that far past `generated` (the caller's fallback is
+   * the request's own cap). A geometric length's answer does not shrink as the output grows; one
+   * that runs to a common cap shrinks to what is left of it. O(log n) after a change.
+   */
+  remaining(generated: number): number | null {
+    if (this.#size < this.#minSamples) return null;
+    const { times, surviving } = this.#estimate();
+    // Survival just after `generated`: the last event time at or below it.
+    let lo = 0;
+    let hi = times.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (times[mid]! <= generated) lo = mid + 1;
+      else hi = mid;
+    }
+    const atG = lo === 0 ? 1 : surviving[lo - 1]!;
+    if (!(atG > 0)) return null;
+    const target = (1 - this.#q) * atG + 1e-12;
+    for (let k = lo; k < times.length; k++) if (surviving[k]! <= target) return times[k]! - generated;
+    return null;
+  }
+
+  /** The Kaplan–Meier curve (event times ascending, survival just after each) and its q-quantile, cached until the next add. */
+  #estimate(): { readonly times: Float64Array; readonly surviving: Float64Array; readonly quantile: number | null } {
+    if (this.#curve === null || this.#stale) {
+      this.#curve = this.#kaplanMeier();
+      this.#stale = false;
+    }
+    return this.#curve;
+  }
+
+  #kaplanMeier(): { readonly times: Float64Array; readonly surviving: Float64Array; readonly quantile: number | null } {
     const order = Array.from({ length: this.#size }, (_, i) => i).sort((a, b) => this.#lengths[a]! - this.#lengths[b]! || this.#ended[b]! - this.#ended[a]!);
+    const times: number[] = [];
+    const surv: number[] = [];
+    let quantile: number | null = null;
     let atRisk = this.#size;
     let surviving = 1;
     for (let k = 0; k < order.length; ) {
@@ -185,11 +228,13 @@ export class OutputLengths {
       for (; k < order.length && this.#lengths[order[k]!]! === t; k++, leaving++) events += this.#ended[order[k]!]!;
       if (events > 0) {
         surviving *= 1 - events / atRisk;
-        if (surviving <= 1 - this.#q + 1e-12) return t;
+        times.push(t);
+        surv.push(surviving);
+        if (quantile === null && surviving <= 1 - this.#q + 1e-12) quantile = t;
       }
       atRisk -= leaving;
     }
-    return null;
+    return { times: Float64Array.from(times), surviving: Float64Array.from(surv), quantile };
   }
 }
 

@@ -52,6 +52,25 @@ test('OutputLengths: the ring forgets the oldest', () => {
   assert.equal(f.value, 5);
 });
 
+test('OutputLengths.remaining: the 90th percentile of what is left, given how far an output has run', () => {
+  const f = new OutputLengths({ capacity: 64, q: 0.9, minSamples: 10 });
+  for (let i = 1; i <= 9; i++) f.add(i * 10, true);
+  assert.equal(f.remaining(0), null, 'below minSamples: unknown');
+  f.add(100, true);
+  assert.equal(f.remaining(0), 90, 'from the start: the 90th percentile itself');
+  // Past 50, five of the ten are left (60..100): S(50) = 1/2, and 1/2 · 0.1 is first reached at 100.
+  assert.equal(f.remaining(50), 50);
+  assert.equal(f.remaining(55), 45, 'between event times: survival is as at the last one');
+  assert.equal(f.remaining(100), null, 'past every recorded length: nothing left to tell by (the caller plans for its cap)');
+  // Heavy censoring at a common cap of 256: the estimate never falls far enough past 200.
+  const g = new OutputLengths({ capacity: 64, q: 0.9, minSamples: 10 });
+  for (let i = 1; i <= 10; i++) g.add(i * 10, true);
+  for (let i = 0; i < 20; i++) g.add(256, false);
+  assert.equal(g.value, null);
+  assert.equal(g.remaining(200), null);
+  assert.equal(g.remaining(0), null);
+});
+
 async function complete(url: string, body: Record<string, unknown>): Promise<void> {
   const r = await request(`${url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'headroom-mock', prompt: 'the queue', ...body }) });
   assert.equal(r.statusCode, 200);
