@@ -68,7 +68,7 @@ test('the controller refuses what would delay a running request (delays_running,
   const on = controller(true).decide(ctx, s, features(s));
   assert.equal(on.admit, false);
   assert.equal(on.reason, 'delays_running');
-  assert.ok(!on.admit && on.refusal.retryAfterS >= 1 && /already running/.test(on.refusal.message), JSON.stringify(on));
+  assert.ok(!on.admit && (on.refusal.retryAfterS ?? 0) >= 1 && /already running/.test(on.refusal.message), JSON.stringify(on));
   const off = controller(false).decide(ctx, s, features(s));
   assert.equal(off.admit, true);
   assert.equal(off.reason, 'cold_start');
