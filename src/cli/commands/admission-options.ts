@@ -19,7 +19,7 @@ export function admissionOptions<const M extends 'conformal' | 'off'>(defaultMod
     opt('--admission-calibration-traces <dir>', 'warm start: calibrate the artifact on these collected traces from the first request', existingDir),
     flag('--admission-allow-mismatch', 'use an artifact fitted on another runner, model or machine (warns)'),
     choice('--admission-arithmetic-bound <on|off>', "also bound E2E by the throughput arithmetic times a factor calibrated on the server's own outcomes; the lesser bound decides, each calibrated at half the miscoverage", ['on', 'off'], 'off'),
-    choice('--admission-protect-running <on|off>', 'refuse a request that fits its own budget when admitting it would make a request already running finish past its deadline (by the measured step times)', ['on', 'off'], 'on'),
+    choice('--admission-protect-running <on|off>', 'refuse a request that fits its own budget when admitting it would make a request already running finish past its deadline (by the measured step times; engine mode: a gateway sees no running deadlines)', ['on', 'off'], 'on'),
     choice('--admission-headroom <on|off>', 'admit what the bound refuses while the engine visibly has room (nothing queued, a small batch), checked against its own miss rate', ['on', 'off'], 'on'),
     opt('--admission-headroom-batch-share <share>', 'the shortcut admits only while the running batch, with the request, fills at most this share of the sequence slots, (0, 1]', numberIn('(0, 1]'), { default: '0.25' }),
     choice('--admission-headroom-queue <on|off>', "the shortcut admits with requests waiting, counting them in the batch and their prompt work in this request's prefill ('off': only with nothing queued)", ['on', 'off'], 'on'),
