@@ -10,6 +10,9 @@ import { WaitQueue } from '../../src/engine/scheduler/wait-queue.ts';
 import { makeRequest, sinkFor } from '../helpers/engine-driver.ts';
 import type { Outcome } from '../helpers/engine-driver.ts';
 import { startTestServer } from '../helpers/headroom.ts';
+import { delaysAdmitted } from '../../src/admission/decision/protect.ts';
+import { NUM_FEATURES, extractFeatures } from '../../src/admission/features.ts';
+import type { EngineSnapshot } from '../../src/engine/snapshot.ts';
 
 test('an idle engine sleeps (no schedule calls) and wakes at once on arrival', async () => {
   const runner = new MockRunner({ cost: { speed: 0 } });
@@ -79,4 +82,42 @@ test('the snapshot carries a short and a long step-time average: seeded by the w
   // About 40 steps of 10 ms at α = 1/256 from 2 ms: 2 + 8·(1 − (255/256)^40) ≈ 3.1 ms.
   assert.ok(s.longStepMs !== null && s.longStepMs > 2.5 && s.longStepMs < 4, `the long average moves slowly: ${s.longStepMs}`);
   await engine.stop();
+});
+
+test("the snapshot carries each running request's deadline and remaining output, and protection reads them", async () => {
+  // A clock the test moves: every runner call takes 10 ms. The snapshot is taken inside the 11th call,
+  // with one request of 50 tokens and a 1,000 ms budget decoding.
+  let now = 0;
+  let calls = 0;
+  let seen: EngineSnapshot | null = null;
+  const runner = new MockRunner({ cost: { speed: 0 } });
+  const execute = runner.execute.bind(runner);
+  const scheduler = new FifoScheduler({ maxBatchTokens: 512, queue: new WaitQueue() });
+  const engine = new Engine(runner, scheduler, { maxQueuedRequests: 10, clock: { nowMs: () => now } });
+  runner.execute = async (plan) => {
+    now += 10;
+    if (++calls === 11) seen = engine.snapshot(true);
+    return execute(plan);
+  };
+  engine.seedAverages({ stepMs: 10, prefillTokensPerS: 1000, decodeTokensPerS: 100 });
+  engine.start();
+  const out: Outcome[] = [];
+  const req = makeRequest(engine, { prompt: 'a running request', maxTokens: 50, sloMs: 1000 }, 'r', out);
+  engine.submit(req, sinkFor(req));
+  await engine.whenIdle();
+  await engine.stop();
+  const s = seen as EngineSnapshot | null;
+  assert.ok(s !== null && s.runningDeadlines !== undefined);
+  assert.equal(s.numRunning, 1);
+  const generated = out[0]!.request.outputTokens.length;
+  assert.equal(generated, 50);
+  // No output has ended yet, so its remaining length is all that max_tokens leaves.
+  const [deadlineMs, left] = s.runningDeadlines;
+  assert.equal(deadlineMs, req.deadlineMs);
+  assert.ok(left! > 30 && left! < 50, `remaining ${String(left)} of 50 after ten steps`);
+  // What admission reads off it: a request whose prefill (800 tokens at 1,000/s) pushes the running
+  // one from on time (~40 × 10 ms) to late is refused by the protection rule; a short one is not.
+  const ctx = { requestId: 'n', arrivalMs: s.atMs, sloMs: 4000, numPromptTokens: 800, numCachedTokens: 0, maxTokens: 10, n: 1, numMessages: 1, ttftBudgetMs: null };
+  assert.equal(delaysAdmitted(extractFeatures(ctx, s, new Float64Array(NUM_FEATURES)), s), req.deadlineMs);
+  assert.equal(delaysAdmitted(extractFeatures({ ...ctx, numPromptTokens: 10 }, s, new Float64Array(NUM_FEATURES)), s), null);
 });
