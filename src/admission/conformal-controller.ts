@@ -105,6 +105,7 @@ export class ConformalController implements AdmissionController {
       sloMs: ctx.sloMs,
       ttftBudgetMs: ctx.ttftBudgetMs,
       coldEstimateMs: est?.e2eMs ?? null,
+      coldPrefillMs: est?.ttftMs ?? null,
     };
     const e2e = this.#gate(this.#o.e2e, this.#e2eGate, memo.e2ePredictionMs, ctx.sloMs, 'e2e', snapshot, features, est);
     let verdict = e2e;
@@ -161,7 +162,7 @@ export class ConformalController implements AdmissionController {
     }
     if (outcome.e2eMs !== null) {
       this.#o.e2e.observe(features, memo.e2ePredictionMs, outcome.e2eMs, outcome.censored);
-      this.#coldStart.observe(memo.coldEstimateMs ?? null, outcome.e2eMs, outcome.censored, memo.sloMs);
+      this.#coldStart.observe(memo.coldEstimateMs ?? null, outcome.e2eMs, outcome.censored, memo.sloMs, memo.coldPrefillMs ?? 0);
       this.#o.selfTrainer?.observe(features, outcome.e2eMs, outcome.censored, decision.boundMs);
     }
     // Every admitted request teaches the TTFT model, asked for or not: its budget is the client's, its latency is the engine's.
@@ -185,7 +186,7 @@ export class ConformalController implements AdmissionController {
   #bound(model: BoundModel, yhat: number | null, budgetMs: number, target: 'e2e' | 'ttft', est: ArithmeticEstimate | null): OnlineBound {
     const bound = model.bound(yhat);
     if (target !== 'e2e' || this.#o.arithmeticBound !== true || bound.status !== 'calibrated') return bound;
-    const arithmetic = est === null ? null : this.#coldStart.halfBound(est.e2eMs, budgetMs);
+    const arithmetic = est === null ? null : this.#coldStart.halfBound(est.e2eMs, budgetMs, est.ttftMs);
     return arithmetic === null || !(arithmetic < bound.upper) ? bound : { status: 'calibrated', upper: arithmetic };
   }
 
@@ -209,7 +210,7 @@ export class ConformalController implements AdmissionController {
 function coldStartFits(snapshot: EngineSnapshot | null, features: Float64Array, est: ArithmeticEstimate | null, budgetMs: number, target: 'e2e' | 'ttft', e2e: ColdStartMargin): boolean {
   if (snapshot === null || snapshot.decodeTokensPerS === null || features.length === 0) return true;
   if (est === null) return false;
-  return target === 'e2e' ? e2e.fits(est.e2eMs, budgetMs) : COLD_START_MARGIN * est.ttftMs <= budgetMs;
+  return target === 'e2e' ? e2e.fits(est.e2eMs, budgetMs, est.ttftMs) : COLD_START_MARGIN * est.ttftMs <= budgetMs;
 }
 
 /** The throughput arithmetic with no safety factor and no slot condition; null when the engine's rates are unmeasured. */

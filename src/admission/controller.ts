@@ -36,6 +36,8 @@ export interface DecisionMemo {
   readonly ttftBudgetMs: number | null;
   /** The throughput arithmetic's E2E estimate at decision, no safety factor (decision/cold-start.ts learns the factor from it); null or absent: none. */
   readonly coldEstimateMs?: number | null;
+  /** The prefill part of coldEstimateMs (the prompt work ahead and its own prefill), ms; absent: 0. */
+  readonly coldPrefillMs?: number | null;
 }
 
 interface DecisionCommon {

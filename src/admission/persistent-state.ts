@@ -55,6 +55,8 @@ interface SavedOutcome {
   readonly b: number | null;
   /** The unmargined arithmetic estimate (DecisionMemo.coldEstimateMs); absent in rows saved before it existed. */
   readonly a?: number | null;
+  /** Its prefill part (DecisionMemo.coldPrefillMs); absent in rows saved before it existed. */
+  readonly p?: number | null;
   readonly E: number | null;
   readonly T: number | null;
   readonly c: boolean;
@@ -140,7 +142,7 @@ export class PersistentController implements AdmissionController {
     this.#inner.observe(features, decision, outcome);
     const m = decision.memo;
     if (m === null || this.#writeError !== null) return;
-    const saved: SavedOutcome = { v: STATE_VERSION, f: Array.from(features), r: decision.reason, e: m.e2ePredictionMs, t: m.ttftPredictionMs, s: m.sloMs, b: m.ttftBudgetMs, a: m.coldEstimateMs ?? null, E: outcome.e2eMs, T: outcome.ttftMs, c: outcome.censored };
+    const saved: SavedOutcome = { v: STATE_VERSION, f: Array.from(features), r: decision.reason, e: m.e2ePredictionMs, t: m.ttftPredictionMs, s: m.sloMs, b: m.ttftBudgetMs, a: m.coldEstimateMs ?? null, p: m.coldPrefillMs ?? null, E: outcome.e2eMs, T: outcome.ttftMs, c: outcome.censored };
     const line = JSON.stringify(saved);
     try {
       appendFileSync(this.#file, line + '\n');
@@ -215,7 +217,7 @@ export class PersistentController implements AdmissionController {
         continue; // a line cut by a crash mid-write
       }
       if (o.v !== STATE_VERSION || !Array.isArray(o.f) || o.f.length !== NUM_FEATURES) continue;
-      const decision: AdmissionDecision = { admit: true, boundMs: null, reason: o.r, memo: { e2ePredictionMs: o.e, ttftPredictionMs: o.t, sloMs: o.s, ttftBudgetMs: o.b, coldEstimateMs: o.a ?? null } };
+      const decision: AdmissionDecision = { admit: true, boundMs: null, reason: o.r, memo: { e2ePredictionMs: o.e, ttftPredictionMs: o.t, sloMs: o.s, ttftBudgetMs: o.b, coldEstimateMs: o.a ?? null, coldPrefillMs: o.p ?? null } };
       this.#inner.observe(Float64Array.from(o.f), decision, { e2eMs: o.E, ttftMs: o.T, censored: o.c });
       this.#remember(line);
       this.#numReplayed++;

@@ -5,12 +5,14 @@
 //
 // A refused request leaves one row (outcome "refused"); an admitted one leaves a row per choice
 // when it finishes. Aborted and failed rows are marked censored: their latency is a lower bound and
-// must not be trained on as if observed.
+// must not be trained on as if observed. Each row names the rule that decided (`reason`: cold_start,
+// bound, headroom, uncalibrated, delays_running, ...) and the throughput arithmetic's unmargined
+// E2E estimate at the decision (`estimate_ms`), so a run's refusals can be read one by one.
 
 import { createWriteStream } from 'node:fs';
 import type { WriteStream } from 'node:fs';
 import type { RequestTimeline } from '../engine/outputs.ts';
-import type { AdmissionContext } from './controller.ts';
+import type { AdmissionContext, AdmissionDecision } from './controller.ts';
 import type { FeatureName } from './features.ts';
 import { namedFeatures } from './features.ts';
 
@@ -32,6 +34,12 @@ export interface TraceRow {
   readonly output_tokens: number;
   readonly max_tokens: number;
   readonly censored: boolean;
+  /** The rule that decided (AdmissionDecision.reason); absent in rows written before it was recorded. */
+  readonly reason?: string;
+  /** The throughput arithmetic's E2E estimate at the decision, no safety factor, ms; null: none (engine unmeasured). */
+  readonly estimate_ms?: number | null;
+  /** The prefill part of estimate_ms (the prompt work ahead and its own prefill), ms. */
+  readonly estimate_prefill_ms?: number | null;
 }
 
 export class TraceWriter {
@@ -46,11 +54,11 @@ export class TraceWriter {
     return this.#numRows;
   }
 
-  refused(ctx: AdmissionContext, features: Float64Array, boundMs: number | null): void {
-    this.#write({ v: TRACE_VERSION, request_id: ctx.requestId, choice: 0, arrival_ms: ctx.arrivalMs, slo_ms: ctx.sloMs, features: namedFeatures(features), admitted: false, bound_ms: boundMs, outcome: 'refused', ttft_ms: null, e2e_ms: null, output_tokens: 0, max_tokens: ctx.maxTokens, censored: true });
+  refused(ctx: AdmissionContext, features: Float64Array, decision: AdmissionDecision | null): void {
+    this.#write({ v: TRACE_VERSION, request_id: ctx.requestId, choice: 0, arrival_ms: ctx.arrivalMs, slo_ms: ctx.sloMs, features: namedFeatures(features), admitted: false, bound_ms: decision?.boundMs ?? null, outcome: 'refused', ttft_ms: null, e2e_ms: null, output_tokens: 0, max_tokens: ctx.maxTokens, censored: true, ...decided(decision) });
   }
 
-  finished(ctx: AdmissionContext, features: Float64Array, boundMs: number | null, choice: number, t: RequestTimeline): void {
+  finished(ctx: AdmissionContext, features: Float64Array, decision: AdmissionDecision | null, choice: number, t: RequestTimeline): void {
     const outcome = t.outcome ?? 'error';
     this.#write({
       v: TRACE_VERSION,
@@ -60,13 +68,14 @@ export class TraceWriter {
       slo_ms: ctx.sloMs,
       features: namedFeatures(features),
       admitted: true,
-      bound_ms: boundMs,
+      bound_ms: decision?.boundMs ?? null,
       outcome,
       ttft_ms: t.firstTokenMs === null ? null : t.firstTokenMs - t.arrivalMs,
       e2e_ms: t.finishedMs === null ? null : t.finishedMs - t.arrivalMs,
       output_tokens: t.numOutputTokens,
       max_tokens: t.maxTokens,
       censored: outcome === 'abort' || outcome === 'error',
+      ...decided(decision),
     });
   }
 
@@ -78,4 +87,9 @@ export class TraceWriter {
     this.#numRows++;
     this.#out.write(`${JSON.stringify(row)}\n`);
   }
+}
+
+/** The decision's rule and arithmetic estimate, as trace fields; none without a decision. */
+function decided(d: AdmissionDecision | null): Pick<TraceRow, 'reason' | 'estimate_ms' | 'estimate_prefill_ms'> {
+  return d === null ? {} : { reason: d.reason, estimate_ms: d.memo?.coldEstimateMs ?? null, estimate_prefill_ms: d.memo?.coldPrefillMs ?? null };
 }

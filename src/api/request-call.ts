@@ -170,7 +170,7 @@ export class RequestCall {
     if (ctx === null) obs?.metrics?.refused(r.reason); // before its size is known there is no record to trace
     else {
       obs?.refused(refusedTimeline(ctx), r.reason, this.traceparent, this.httpRequestId);
-      if (this.features !== NO_FEATURES) this.#door.trace?.refused(ctx, this.features, this.decision?.boundMs ?? null);
+      if (this.features !== NO_FEATURES) this.#door.trace?.refused(ctx, this.features, this.decision);
     }
     throw new ApiError(REFUSALS[r.reason].code, r.message, { retryAfterS: r.retryAfterS ?? this.#door.config.retryAfterS });
   }
@@ -194,7 +194,7 @@ export class RequestCall {
   finished(t: RequestTimeline, index = 0): void {
     const ctx = this.ctx;
     this.#door.obs?.finished(t, t.outcome ?? 'error', this.traceparent, this.httpRequestId);
-    if (ctx !== null && this.features !== NO_FEATURES) this.#door.trace?.finished(ctx, this.features, this.decision?.boundMs ?? null, index, t);
+    if (ctx !== null && this.features !== NO_FEATURES) this.#door.trace?.finished(ctx, this.features, this.decision, index, t);
     if (this.decision === null || t.outcome === 'error') return;
     this.#door.admission.observe(this.features, this.decision, {
       e2eMs: (t.finishedMs ?? this.#door.clock.nowMs()) - t.arrivalMs,

@@ -81,7 +81,7 @@ test('a budget below the request\'s own prefill plus one decode step is refused 
   assert.equal(c.decide(at(105, null, 10_000), { ...idle, decodeTokensPerS: null }, features({ running: 0, step_ms_avg: 0, prefill_tokens_per_s: 0, decode_tokens_per_s: 0 })).admit, true);
 });
 
-test('the cold-start factor: 2 until the conformal rank exists, then the rank-th smallest of the newest ratios; a cut past its budget is +∞', () => {
+test('the cold-start factor: 2 until the conformal rank exists, then the rank-th smallest of the newest scores (ratios, with no prefill part); a cut past its budget is +∞', () => {
   const m = new ColdStartMargin(0.05);
   assert.deepEqual(m.state(), { margin: 2, learned: false, n: 0, minN: 19, halfMargin: null });
   // 18 ratios 0.1..1.8: one short of ⌈(n+1)·0.95⌉ ≤ n.
@@ -116,6 +116,26 @@ test('the cold-start factor: 2 until the conformal rank exists, then the rank-th
   assert.equal(new ColdStartMargin(0.01).state().minN, 99);
 });
 
+test('the learned factor multiplies the decode part only: prefill + q · max(decode, B/4)', () => {
+  // Learned on decode-heavy outcomes (no prefill part): each took 1.25× its estimate.
+  const m = new ColdStartMargin(0.05);
+  for (let i = 0; i < 19; i++) m.observe(1000, 1250, false, 4000, 0);
+  assert.equal(m.state().margin, 1.25);
+  // A long prompt: 1.62 s of prefill, 1.71 s of planned decode. One factor on the whole 3.33 s
+  // would refuse it (4.16 s); on the decode part it fits (1.62 + 1.25 × 1.71 = 3.76 s).
+  assert.equal(m.fits(3330, 4000, 1620), true);
+  assert.equal(m.fits(3330, 4000, 0), false, 'with no prefill part, the old ratio rule');
+  // The decode part is what grows: 0.5 s of prefill and 2.9 s of decode is 4.125 s.
+  assert.equal(m.fits(3400, 4000, 500), false);
+  // Scores are the latency past the prefill part over the decode part: (2.5 − 1) / 2 = 0.75.
+  const s = new ColdStartMargin(0.05);
+  for (let i = 0; i < 19; i++) s.observe(3000, 2500, false, 4000, 1000);
+  assert.equal(s.state().margin, 0.75);
+  // A prefill part past the estimate (a rounding) is read as the whole estimate, the floor holding the decode part.
+  assert.equal(s.fits(1000, 4000, 5000), true, '1 s + 0.75 × 1 s');
+  assert.equal(s.halfBound(1000, 4000, 5000), null);
+});
+
 test('uncalibrated: the factor learned from admitted outcomes replaces the fixed 2, both ways', () => {
   // est = 200 / 2000 s + 250 × 10 ms = 2.6 s: ×2 = 5.2 s > 4 s, refused (a busy engine: no exploration).
   const x = features({ max_tokens: 250 });
@@ -125,19 +145,21 @@ test('uncalibrated: the factor learned from admitted outcomes replaces the fixed
       const d = c.decide(ctx(100_000 + i * 1000), busy, light);
       assert.equal(d.admit, true);
       assert.equal(d.memo!.coldEstimateMs, 1100, 'the unmargined estimate is kept for the outcome');
-      c.observe(light, d, { e2eMs: ratio * 1100, ttftMs: 50, censored: false });
+      assert.equal(d.memo!.coldPrefillMs, 100, 'and its prefill part');
+      // Its 100 ms of prefill, then `ratio` times its 1 s of planned decode.
+      c.observe(light, d, { e2eMs: 100 + ratio * 1000, ttftMs: 50, censored: false });
     }
   };
   const fast = createAdmissionController({ mode: 'conformal', guarantee: 0.95, headroom: false });
   assert.equal(fast.decide(ctx(5), busy, x).reason, 'uncalibrated');
-  // Outcomes at 1.2× the estimate: 2.6 s × 1.2 = 3.1 s fits.
+  // Decode at 1.2× the estimate's: 0.1 s + 1.2 × 2.5 s = 3.1 s fits.
   teach(fast, 1.2, 19);
   const d = fast.decide(ctx(200_005), busy, x);
   assert.deepEqual([d.admit, d.reason], [true, 'cold_start']);
   assert.equal(fast.fits!(ctx(200_006), busy, x), true);
   assert.ok(Math.abs((fast.state() as { e2e: { coldStart: { margin: number } } }).e2e.coldStart.margin - 1.2) < 1e-9);
-  // Outcomes at 3× the estimate: what ×2 admitted (the light request, 1.1 s × 2 = 2.2 s) is refused (1.1 × 3 = 3.3 s fits;
-  // a 150-token one, 1.6 s × 2 = 3.2 s, does not: 4.8 s).
+  // Decode at 3× the estimate's: the light request still fits (0.1 + 3 × 1 = 3.1 s); a 150-token one,
+  // which ×2 admitted (1.6 s × 2 = 3.2 s), does not (0.1 + 3 × 1.5 = 4.6 s).
   const slow = createAdmissionController({ mode: 'conformal', guarantee: 0.95, headroom: false });
   const mid = features({ max_tokens: 150 });
   assert.equal(slow.fits!(ctx(0), busy, mid), true);
@@ -181,6 +203,6 @@ test('--admission-arithmetic-bound: the lesser of the learned bound and the arit
   assert.ok(alone.boundMs! > 2000, `learned bound ${alone.boundMs}`);
   const d = both.decide(at(2000), busy, quick);
   assert.deepEqual([d.admit, d.reason], [true, 'fits']);
-  // 300 ms of arithmetic, floored at 500 (a quarter of 2 s), times the factor at α/2 (1: the latencies were the arithmetic).
-  assert.equal(d.boundMs, 500 * (both.state() as S).e2e.coldStart.halfMargin);
+  // 100 ms of prefill, then 200 ms of decode floored at 500 (a quarter of 2 s) times the factor at α/2 (1: the latencies were the arithmetic).
+  assert.equal(d.boundMs, 100 + 500 * (both.state() as S).e2e.coldStart.halfMargin);
 });

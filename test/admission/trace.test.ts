@@ -52,6 +52,10 @@ test('trace rows: features, decision and outcome per choice; refusals marked and
     assert.equal(r.censored, false);
     assert.ok(r.e2e_ms! > 0 && r.ttft_ms! > 0 && r.ttft_ms! <= r.e2e_ms!);
     assert.equal(r.features.choices, 2);
+    // The rule that decided, and the arithmetic's estimate it read, ride along for reading a run.
+    assert.equal(typeof r.reason, 'string');
+    assert.ok(r.estimate_ms === null || r.estimate_ms! > 0, `estimate_ms ${String(r.estimate_ms)}`);
+    assert.ok('estimate_ms' in r);
     assert.equal(r.features.prompt_tokens, r.features.new_prefill_tokens + r.features.cached_tokens);
   }
   const refused = rows.filter((r) => r.outcome === 'refused');
