@@ -42,7 +42,10 @@ stop_server() {
 start_headroom() {
   local port=$1 log=$2; shift 2
   local fresh=(--admission-state off)
-  if [[ -n ${HEADROOM_BIN:-} || " $* " == *" --admission-state "* ]]; then fresh=(); fi
+  # Another checkout's CLI (+before) starts fresh too when it knows the flag; one from before
+  # persistence existed has no state to start from.
+  if [[ " $* " == *" --admission-state "* ]]; then fresh=(); fi
+  if [[ -n ${HEADROOM_BIN:-} ]] && ! grep -q -- "'--admission-state" "$(dirname "$HEADROOM_BIN")/../src/cli/commands/serve-options.ts" 2>/dev/null; then fresh=(); fi
   node "${HEADROOM_BIN:-bin/headroom.mjs}" serve --host 127.0.0.1 --port "$port" --model "$MODEL" --threads "$THREADS" \
     --ctx "$CTX" --parallel "$PARALLEL" --max-output-tokens "$MAX_OUTPUT" "${fresh[@]}" "$@" >"$log" 2>&1 &
   echo $!
