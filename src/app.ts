@@ -323,7 +323,57 @@ export class Headroom {
     const decodeMs = (performance.now() - t0) / numDecode;
     await runner.execute({ kvOps: [remove], items: [] });
     if (!r.ok) throw new Error(`warm-up step failed: ${r.message}`);
-    engine.seedAverages({ stepMs: decodeMs, prefillTokensPerS: (prompt.length * 1000) / Math.max(prefillMs, 1e-3), decodeTokensPerS: 1000 / Math.max(decodeMs, 1e-3) });
+    const stepMsByBatch = [[1, decodeMs] as const, ...(await this.#timeDecodeBatches(prompt.slice(0, 8)))];
+    engine.seedAverages({ stepMs: decodeMs, prefillTokensPerS: (prompt.length * 1000) / Math.max(prefillMs, 1e-3), decodeTokensPerS: 1000 / Math.max(decodeMs, 1e-3), stepMsByBatch });
+  }
+
+  /**
+   * Decode step time at batch sizes 2, 4, 8, ... and the scheduler's sequence slots, on as many
+   * scratch sequences (the top ids; one prefill step for all of them, then per size one untimed
+   * and two timed decode steps), cleaned up after. The engine's step-time table
+   * (EngineSnapshot.stepMsByBatch) reads sizes no real step has measured from these
+   * (StepTimesByBatch.seed) rather than as linear in the batch from the largest size run:
+   * admission plans a request by the batch it will decode in, and a size planned too slow is
+   * refused, so never run, so never measured. For the tiny model with 16 slots that is 13 steps
+   * of 5–20 ms.
+   */
+  async #timeDecodeBatches(prompt: readonly number[]): Promise<(readonly [number, number])[]> {
+    const runner = this.engine.runner;
+    const maxSeq = runner.info.maxSequences;
+    // The sizes the scheduler will run (none past one for FIFO), up to its sequence slots.
+    const slots = Math.min(maxSeq, this.engine.scheduler.snapshot().maxSequences);
+    const sizes: number[] = [];
+    for (let b = 2; b < slots; b *= 2) sizes.push(b);
+    if (slots >= 2) sizes.push(slots);
+    const top = sizes.at(-1);
+    if (top === undefined || prompt.length === 0) return [];
+    const sampling = { temperature: 0, topP: 1, seed: 0 };
+    const seqs = Array.from({ length: top }, (_, i) => asSeqId(maxSeq - 1 - i));
+    const positions = seqs.map(() => prompt.length);
+    const item = (i: number, tokens: readonly number[], startPos: number, first: boolean) => ({ requestId: `warm-up-${i}`, seqId: seqs[i]!, tokens, startPos, sample: true, resetSampler: first, sampling });
+    const out: (readonly [number, number])[] = [];
+    try {
+      let r = await runner.execute({ kvOps: [], items: seqs.map((_, i) => item(i, prompt, 0, true)) });
+      if (!r.ok) throw new Error(`warm-up prefill of ${top} sequences failed: ${r.message}`);
+      const last = r.sampled.slice();
+      for (const b of sizes) {
+        let timedMs = 0;
+        for (let k = 0; k < 3; k++) {
+          const t0 = performance.now();
+          r = await runner.execute({ kvOps: [], items: seqs.slice(0, b).map((_, i) => item(i, [last[i] ?? prompt[0]!], positions[i]!, false)) });
+          if (k > 0) timedMs += performance.now() - t0;
+          if (!r.ok) throw new Error(`warm-up decode step at batch ${b} failed: ${r.message}`);
+          for (let i = 0; i < b; i++) {
+            last[i] = r.sampled[i] ?? null;
+            positions[i]!++;
+          }
+        }
+        out.push([b, timedMs / 2]);
+      }
+    } finally {
+      await runner.execute({ kvOps: seqs.map((seqId) => ({ kind: 'remove' as const, seqId, p0: 0, p1: -1 })), items: [] });
+    }
+    return out;
   }
 }
 

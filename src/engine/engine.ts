@@ -286,9 +286,11 @@ export class Engine {
 
   /**
    * Start the running averages from a measurement taken before serving (the warm-up), so the
-   * snapshot never shows the never-seen zero rates that a latency model has no data for.
+   * snapshot never shows the never-seen zero rates that a latency model has no data for; and the
+   * step time by batch at the sizes no step has measured (StepTimesByBatch.seed).
    */
-  seedAverages(m: { readonly stepMs: number; readonly prefillTokensPerS: number; readonly decodeTokensPerS: number }): void {
+  seedAverages(m: { readonly stepMs: number; readonly prefillTokensPerS: number; readonly decodeTokensPerS: number; readonly stepMsByBatch?: ReadonlyArray<readonly [batch: number, ms: number]> }): void {
+    if (m.stepMsByBatch !== undefined) this.#stepTimesByBatch.seed(m.stepMsByBatch);
     if (this.#avgStepMs.value === null) this.#avgStepMs.add(m.stepMs);
     if (this.#longStepMs.value === null) this.#longStepMs.add(m.stepMs);
     if (this.#prefillRate.value === null) this.#prefillRate.add(m.prefillTokensPerS);

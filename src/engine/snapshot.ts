@@ -285,6 +285,28 @@ export class StepTimesByBatch {
     this.#stale = true;
   }
 
+  /**
+   * Fills the sizes no step has measured yet from timed decode steps at some sizes (the warm-up's):
+   * a measured size takes its time; one between two measured sizes the straight line between them;
+   * one below the smallest the smallest's; one above the largest the largest's scaled by b / b_max
+   * (as table() does). Each counts as one step, so the first real steps at that size outweigh it
+   * soon. Without it a size the engine has not run reads as linear in the batch from the largest
+   * run — on a CPU, where a decode step is bound by reading the weights and a second sequence
+   * costs a fraction of the first, twice the step time at batch 2 — and a request that would
+   * decode beside one running request was planned at that and refused, so batch 2 was never run
+   * and never measured (½× long-natural, 26% refused where admission off served all but one).
+   */
+  seed(measured: ReadonlyArray<readonly [batch: number, ms: number]>): void {
+    const points = measured.filter(([b, ms]) => Number.isSafeInteger(b) && b >= 1 && b <= this.#mean.length && ms >= 0 && Number.isFinite(ms)).sort((a, b) => a[0] - b[0]);
+    if (points.length === 0) return;
+    for (let i = 0; i < this.#mean.length; i++) {
+      if (this.#count[i]! > 0) continue;
+      this.#mean[i] = interpolate(points, i + 1);
+      this.#count[i] = 1;
+    }
+    this.#stale = true;
+  }
+
   /** The per-batch means (null where unmeasured) and step counts, index b − 1 (what restore takes back). */
   save(): SavedStepTimes {
     return { mean: Array.from(this.#mean, (m) => (Number.isNaN(m) ? null : m)), count: Array.from(this.#count) };
@@ -347,6 +369,19 @@ export class StepTimesByBatch {
     }
     return t;
   }
+}
+
+/** Step time at batch `b` from measured (batch, ms) points sorted by batch: see StepTimesByBatch.seed. */
+function interpolate(points: ReadonlyArray<readonly [number, number]>, b: number): number {
+  const first = points[0]!;
+  const last = points[points.length - 1]!;
+  if (b <= first[0]) return first[1];
+  if (b >= last[0]) return (last[1] * b) / last[0];
+  let k = 1;
+  while (points[k]![0] < b) k++;
+  const [b0, t0] = points[k - 1]!;
+  const [b1, t1] = points[k]!;
+  return t0 + ((t1 - t0) * (b - b0)) / (b1 - b0);
 }
 
 /** The step time a request decoding in a batch of `batch` sequences sees, ms, from the snapshot's table; null when unmeasured. */

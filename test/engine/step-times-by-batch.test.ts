@@ -10,6 +10,7 @@ import { createScheduler } from '../../src/engine/scheduler/factory.ts';
 import { RecentBatch, StepTimesByBatch, stepMsAtBatch } from '../../src/engine/snapshot.ts';
 import { MockRunner } from '../../src/engine/runner/mock/mock-runner.ts';
 import { makeRequest, sinkFor, type Outcome } from '../helpers/engine-driver.ts';
+import { startTestServer } from '../helpers/headroom.ts';
 
 test('StepTimesByBatch: null before a decode step; a step that decoded nothing is not counted', () => {
   const t = new StepTimesByBatch(8);
@@ -39,6 +40,29 @@ test('StepTimesByBatch: the first steps at a batch size are averaged with equal 
   t.add(2, 150); // a 150 ms prefill chunk beside two decodes, then 31 plain 3 ms steps
   for (let i = 0; i < 31; i++) t.add(2, 3);
   assert.ok(Math.abs(t.table()![1]! - (150 + 31 * 3) / 32) < 1e-9, `the plain mean of 32 steps: ${t.table()![1]}`);
+});
+
+test('StepTimesByBatch.seed: unmeasured sizes from timed points (interpolated, scaled past the largest); measured sizes kept; real steps soon outweigh a seed', () => {
+  const t = new StepTimesByBatch(8, 1 / 32);
+  t.add(1, 10);
+  t.add(1, 10);
+  // The warm-up timed batch 2 at 11 ms and 4 at 14 ms (and 1 at 9: batch 1 is measured already, kept).
+  t.seed([[1, 9], [4, 14], [2, 11]]);
+  // 3: between 2 and 4; 5..8: batch 4's scaled by b / 4, as an unmeasured size above the largest reads.
+  assert.deepEqual(Array.from(t.table()!), [10, 11, 12.5, 14, 17.5, 21, 24.5, 28]);
+  // Without the seed batch 2 read as linear in the batch: 2 × 10 ms.
+  const unseeded = new StepTimesByBatch(8, 1 / 32);
+  unseeded.add(1, 10);
+  assert.equal(unseeded.table()![1], 20);
+  // A seed counts as one step: the first real step at batch 2 is averaged with it, the next ones equally.
+  t.add(2, 13);
+  assert.equal(t.table()![1], 12);
+  t.add(2, 13);
+  assert.ok(Math.abs(t.table()![1]! - 37 / 3) < 1e-12);
+  // Nothing usable: nothing changes.
+  const empty = new StepTimesByBatch(4);
+  empty.seed([[0, 5], [9, 5], [2, NaN]]);
+  assert.equal(empty.table(), null);
 });
 
 test('StepTimesByBatch: property: the table is monotone, at least every measured mean at or below it, and stepMsAtBatch extends it', () => {
@@ -138,4 +162,20 @@ test("the engine's estimates survive a restart: a fresh engine restores the step
   assert.throws(() => blank.restoreEstimates({ ...(saved as object), outputLengths: { lengths: [3], ended: ['yes'] } }), /expected lengths ≥ 0 and booleans/);
   assert.throws(() => blank.restoreEstimates(null), /expected \{ mean, count \}/);
   assert.deepEqual(blank.estimates(), nothing, 'a refused restore changed nothing');
+});
+
+test('the warm-up before serving times decode steps at larger batches and seeds the table with them', async () => {
+  // The mock runner's step: speed × (2 ms + 0.5 ms per decoding sequence): 25 ms at batch 1, 30 at
+  // 2, 100 at 16 with speed 10 — far under linear in the batch, which is how an unmeasured size read.
+  const server = await startTestServer({ scheduler: { scheduler: 'continuous' }, mock: { cost: { speed: 10 }, maxSequences: 16 } });
+  try {
+    const stats = (await (await fetch(`${server.url}/stats`)).json()) as { engine: { stepMsByBatch: number[] } };
+    const table = stats.engine.stepMsByBatch;
+    assert.equal(table.length, 16, 'every size, before any request');
+    assert.ok(table[1]! < 1.6 * table[0]!, `batch 2 timed, not twice batch 1: ${table.join(', ')}`);
+    assert.ok(table[15]! < 8 * table[0]!, `batch 16 timed, not 16 × batch 1: ${table.join(', ')}`);
+    assert.ok(table[15]! >= 90, `batch 16 costs at least its 100 ms less timer slack: ${table[15]}`);
+  } finally {
+    await server.close();
+  }
 });
