@@ -331,11 +331,10 @@ export class Headroom {
    * Decode step time at batch sizes 2, 4, 8, ... and the scheduler's sequence slots, on as many
    * scratch sequences (the top ids; one prefill step for all of them, then per size one untimed
    * and two timed decode steps), cleaned up after. The engine's step-time table
-   * (EngineSnapshot.stepMsByBatch) reads sizes no real step has measured from these
-   * (StepTimesByBatch.seed) rather than as linear in the batch from the largest size run:
-   * admission plans a request by the batch it will decode in, and a size planned too slow is
-   * refused, so never run, so never measured. For the tiny model with 16 slots that is 13 steps
-   * of 5–20 ms.
+   * (EngineSnapshot.stepMsByBatch) grows a size no real step has measured from the nearest
+   * measured size by these (StepTimesByBatch.seed) rather than linearly in the batch: admission
+   * plans a request by the batch it will decode in, and a size planned too slow is refused, so
+   * never run, so never measured. For the tiny model with 16 slots that is 13 steps of 5–20 ms.
    */
   async #timeDecodeBatches(prompt: readonly number[]): Promise<(readonly [number, number])[]> {
     const runner = this.engine.runner;

@@ -286,8 +286,8 @@ export class Engine {
 
   /**
    * Start the running averages from a measurement taken before serving (the warm-up), so the
-   * snapshot never shows the never-seen zero rates that a latency model has no data for; and the
-   * step time by batch at the sizes no step has measured (StepTimesByBatch.seed).
+   * snapshot never shows the never-seen zero rates that a latency model has no data for; and how
+   * the step time grows with the batch, for the sizes no step has measured (StepTimesByBatch.seed).
    */
   seedAverages(m: { readonly stepMs: number; readonly prefillTokensPerS: number; readonly decodeTokensPerS: number; readonly stepMsByBatch?: ReadonlyArray<readonly [batch: number, ms: number]> }): void {
     if (m.stepMsByBatch !== undefined) this.#stepTimesByBatch.seed(m.stepMsByBatch);

@@ -253,15 +253,19 @@ export interface SavedStepTimes {
  * engine after a shed overload (results/admission/natural-default-5min).
  *
  * `table()` is monotone in b, since a larger batch does not decode faster: entry b is the largest
- * measured mean at or below b; below the smallest measured batch, that batch's mean; above the
- * largest measured one, its mean scaled by b / b_max (decode cost at most linear in the batch: an
- * upper bound where nothing was measured). add is O(1); table is O(maxBatch) after a change.
+ * measured mean at or below b; below the smallest measured batch, that batch's mean; an unmeasured
+ * size above a measured one, the nearest measured size's mean grown by how the warm-up's plain
+ * decode steps grew with the batch (seed), or without that held between measured sizes and scaled
+ * by b / b_max past the largest (decode cost at most linear in the batch: an upper bound where
+ * nothing was measured). add is O(1); table is O(maxBatch) after a change.
  */
 export class StepTimesByBatch {
   readonly #mean: Float64Array;
   /** Steps seen per batch size: the first 1/α are averaged with equal weights. */
   readonly #count: Float64Array;
   readonly #alpha: number;
+  /** Growth with the batch from the warm-up's timed steps (seed), monotone; null: linear. */
+  #shape: Float64Array | null = null;
   #table: Float64Array | null = null;
   #stale = false;
 
@@ -286,24 +290,23 @@ export class StepTimesByBatch {
   }
 
   /**
-   * Fills the sizes no step has measured yet from timed decode steps at some sizes (the warm-up's):
-   * a measured size takes its time; one between two measured sizes the straight line between them;
-   * one below the smallest the smallest's; one above the largest the largest's scaled by b / b_max
-   * (as table() does). Each counts as one step, so the first real steps at that size outweigh it
-   * soon. Without it a size the engine has not run reads as linear in the batch from the largest
-   * run — on a CPU, where a decode step is bound by reading the weights and a second sequence
-   * costs a fraction of the first, twice the step time at batch 2 — and a request that would
+   * How step time grows with the batch, from timed plain decode steps at some sizes (the warm-up's):
+   * a size between two timed ones on the straight line between them, one below the smallest at the
+   * smallest's, one above the largest scaled by b / b_max. table() reads a size no real step has
+   * measured as the nearest measured size below it scaled by this growth, instead of by b / b_max;
+   * before any real step the table is this. Its level is not trusted, only its shape: real steps
+   * carry the prefill chunks that share them (on long prompts with the tiny model the batch-1 mean
+   * was 12.9 ms where a plain decode step took 3.7 ms, two sequences 6.5 ms). Without it a size the
+   * engine had not run read as linear in the batch, batch 2 as 25.8 ms there; a request that would
    * decode beside one running request was planned at that and refused, so batch 2 was never run
-   * and never measured (½× long-natural, 26% refused where admission off served all but one).
+   * and never measured. Not saved across a restart: every start times it again.
    */
   seed(measured: ReadonlyArray<readonly [batch: number, ms: number]>): void {
-    const points = measured.filter(([b, ms]) => Number.isSafeInteger(b) && b >= 1 && b <= this.#mean.length && ms >= 0 && Number.isFinite(ms)).sort((a, b) => a[0] - b[0]);
+    const points = measured.filter(([b, ms]) => Number.isSafeInteger(b) && b >= 1 && b <= this.#mean.length && ms > 0 && Number.isFinite(ms)).sort((x, y) => x[0] - y[0]);
     if (points.length === 0) return;
-    for (let i = 0; i < this.#mean.length; i++) {
-      if (this.#count[i]! > 0) continue;
-      this.#mean[i] = interpolate(points, i + 1);
-      this.#count[i] = 1;
-    }
+    const shape = new Float64Array(this.#mean.length);
+    for (let i = 0; i < shape.length; i++) shape[i] = Math.max(i > 0 ? shape[i - 1]! : 0, interpolate(points, i + 1));
+    this.#shape = shape;
     this.#stale = true;
   }
 
@@ -356,16 +359,24 @@ export class StepTimesByBatch {
       if (first < 0) first = i;
       last = i;
     }
-    if (first < 0) return null;
+    const shape = this.#shape;
+    if (first < 0) return shape === null ? null : shape.slice();
     const t = new Float64Array(n);
     let env = this.#mean[first]!;
+    let from = first; // the largest measured size at or below i
     for (let i = 0; i < n; i++) {
       const m = this.#mean[i]!;
-      if (i > last) t[i] = (env * (i + 1)) / (last + 1);
-      else {
-        if (!Number.isNaN(m)) env = Math.max(env, m);
-        t[i] = env;
-      }
+      let v: number;
+      if (!Number.isNaN(m)) {
+        env = Math.max(env, m);
+        from = i;
+        v = env;
+      } else if (i < first) v = env;
+      // Unmeasured above a measured size: that size's time grown by the warm-up's shape; without
+      // one, held between measured sizes and linear in the batch past the largest.
+      else if (shape !== null) v = (env * shape[i]!) / shape[from]!;
+      else v = i > last ? (env * (i + 1)) / (last + 1) : env;
+      t[i] = i > 0 ? Math.max(t[i - 1]!, v) : v;
     }
     return t;
   }

@@ -42,26 +42,31 @@ test('StepTimesByBatch: the first steps at a batch size are averaged with equal 
   assert.ok(Math.abs(t.table()![1]! - (150 + 31 * 3) / 32) < 1e-9, `the plain mean of 32 steps: ${t.table()![1]}`);
 });
 
-test('StepTimesByBatch.seed: unmeasured sizes from timed points (interpolated, scaled past the largest); measured sizes kept; real steps soon outweigh a seed', () => {
-  const t = new StepTimesByBatch(8, 1 / 32);
-  t.add(1, 10);
-  t.add(1, 10);
-  // The warm-up timed batch 2 at 11 ms and 4 at 14 ms (and 1 at 9: batch 1 is measured already, kept).
-  t.seed([[1, 9], [4, 14], [2, 11]]);
-  // 3: between 2 and 4; 5..8: batch 4's scaled by b / 4, as an unmeasured size above the largest reads.
-  assert.deepEqual(Array.from(t.table()!), [10, 11, 12.5, 14, 17.5, 21, 24.5, 28]);
-  // Without the seed batch 2 read as linear in the batch: 2 × 10 ms.
+test('StepTimesByBatch.seed: an unmeasured size is the nearest measured one below grown by the warm-up\'s shape, not linearly', () => {
+  const close = (got: Float64Array | null, want: number[]) => {
+    assert.ok(got !== null && got.length === want.length && want.every((w, i) => Math.abs(got[i]! - w) < 1e-9), `${String(got && Array.from(got))} vs ${want.join(", ")}`);
+  };
+  // The warm-up timed plain decode steps: 9 ms at batch 1, 11 at 2, 14 at 4 (in any order).
+  const seeded = new StepTimesByBatch(8, 1 / 32);
+  seeded.seed([[4, 14], [1, 9], [2, 11]]);
+  // Before any real step the table is that shape: interpolated between, scaled by b / 4 past 4.
+  close(seeded.table(), [9, 11, 12.5, 14, 17.5, 21, 24.5, 28]);
+  // Real steps at batch 1 take 10 ms (prefill sharing them): every larger size grows from there by the shape.
+  seeded.add(1, 10);
+  close(seeded.table(), [9, 11, 12.5, 14, 17.5, 21, 24.5, 28].map((w) => (10 * w) / 9));
+  // Without a shape batch 2 read 2 × 10 ms, batch 8 80 ms.
   const unseeded = new StepTimesByBatch(8, 1 / 32);
   unseeded.add(1, 10);
-  assert.equal(unseeded.table()![1], 20);
-  // A seed counts as one step: the first real step at batch 2 is averaged with it, the next ones equally.
-  t.add(2, 13);
-  assert.equal(t.table()![1], 12);
-  t.add(2, 13);
-  assert.ok(Math.abs(t.table()![1]! - 37 / 3) < 1e-12);
-  // Nothing usable: nothing changes.
+  close(unseeded.table(), [10, 20, 30, 40, 50, 60, 70, 80]);
+  // A measured size replaces the shape's reading of it, and the sizes above it grow from it; the table stays monotone.
+  seeded.add(2, 13);
+  close(seeded.table(), [10, 13, (13 * 12.5) / 11, (13 * 14) / 11, (13 * 17.5) / 11, (13 * 21) / 11, (13 * 24.5) / 11, (13 * 28) / 11]);
+  seeded.add(3, 11); // measured below batch 2's mean: held at the envelope, 13
+  assert.ok(Math.abs(seeded.table()![2]! - 13) < 1e-9);
+  assert.ok(Math.abs(seeded.table()![3]! - (13 * 14) / 12.5) < 1e-9, 'batch 4 grows from the nearest measured size below it, batch 3');
+  // Nothing usable: no shape.
   const empty = new StepTimesByBatch(4);
-  empty.seed([[0, 5], [9, 5], [2, NaN]]);
+  empty.seed([[0, 5], [9, 5], [2, NaN], [3, 0]]);
   assert.equal(empty.table(), null);
 });
 
