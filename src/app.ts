@@ -332,9 +332,10 @@ export class Headroom {
    * scratch sequences (the top ids; one prefill step for all of them, then per size one untimed
    * and two timed decode steps), cleaned up after. The engine's step-time table
    * (EngineSnapshot.stepMsByBatch) grows a size no real step has measured from the nearest
-   * measured size by these (StepTimesByBatch.seed) rather than linearly in the batch: admission
-   * plans a request by the batch it will decode in, and a size planned too slow is refused, so
-   * never run, so never measured. For the tiny model with 16 slots that is 13 steps of 5–20 ms.
+   * measured size by these (StepTimesByBatch.seed) rather than linearly in the batch, which
+   * overstates a large batch many times on a CPU: admission plans a request by the batch it will
+   * decode in, and a size planned too slow is refused, so never run, so never measured. For the
+   * tiny model with 16 slots that is 13 steps of 5–20 ms.
    */
   async #timeDecodeBatches(prompt: readonly number[]): Promise<(readonly [number, number])[]> {
     const runner = this.engine.runner;

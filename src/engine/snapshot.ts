@@ -296,10 +296,10 @@ export class StepTimesByBatch {
    * measured as the nearest measured size below it scaled by this growth, instead of by b / b_max;
    * before any real step the table is this. Its level is not trusted, only its shape: real steps
    * carry the prefill chunks that share them (on long prompts with the tiny model the batch-1 mean
-   * was 12.9 ms where a plain decode step took 3.7 ms, two sequences 6.5 ms). Without it a size the
-   * engine had not run read as linear in the batch, batch 2 as 25.8 ms there; a request that would
-   * decode beside one running request was planned at that and refused, so batch 2 was never run
-   * and never measured. Not saved across a restart: every start times it again.
+   * was 12.9 ms where a plain decode step took 3.7 ms, two sequences 6.5 ms, sixteen 20 ms).
+   * Without it a size the engine had not run read as linear in the batch from the largest run, an
+   * upper bound loose past small sizes (batch 16 at 206 ms there). Not saved across a restart:
+   * every start times it again.
    */
   seed(measured: ReadonlyArray<readonly [batch: number, ms: number]>): void {
     const points = measured.filter(([b, ms]) => Number.isSafeInteger(b) && b >= 1 && b <= this.#mean.length && ms > 0 && Number.isFinite(ms)).sort((x, y) => x[0] - y[0]);
