@@ -8,7 +8,10 @@ import { test } from 'node:test';
 import { request } from 'undici';
 import { parseTrace, toDataset } from '../../src/admission/dataset.ts';
 import { FEATURE_NAMES, NUM_FEATURES } from '../../src/admission/features.ts';
+import { TraceWriter } from '../../src/admission/trace-writer.ts';
 import type { TraceRow } from '../../src/admission/trace-writer.ts';
+import type { AdmissionDecision } from '../../src/admission/controller.ts';
+import type { RequestTimeline } from '../../src/engine/outputs.ts';
 import { startTestServer } from '../helpers/headroom.ts';
 
 test('trace rows: features, decision and outcome per choice; refusals marked and censored', async () => {
@@ -55,7 +58,7 @@ test('trace rows: features, decision and outcome per choice; refusals marked and
     // The rule that decided, and the arithmetic's estimate it read, ride along for reading a run.
     assert.equal(typeof r.reason, 'string');
     assert.ok(r.estimate_ms === null || r.estimate_ms! > 0, `estimate_ms ${String(r.estimate_ms)}`);
-    assert.ok('estimate_ms' in r);
+    assert.ok('estimate_ms' in r && 'estimate_prefill_ms' in r);
     assert.equal(r.features.prompt_tokens, r.features.new_prefill_tokens + r.features.cached_tokens);
   }
   const refused = rows.filter((r) => r.outcome === 'refused');
@@ -63,4 +66,23 @@ test('trace rows: features, decision and outcome per choice; refusals marked and
   assert.equal(refused[0]!.admitted, false);
   assert.equal(refused[0]!.censored, true);
   assert.ok(refused[0]!.features.waiting + refused[0]!.features.running >= 1, 'the refused one saw the held work');
+});
+
+test("trace rows carry the deciding rule and the arithmetic's estimate with its prefill part, from the decision", async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'headroom-trace-'));
+  const file = join(dir, 'trace.jsonl');
+  const w = new TraceWriter(file);
+  const ctx = { requestId: 'r', arrivalMs: 0, sloMs: 4000, numPromptTokens: 10, numCachedTokens: 0, maxTokens: 5, n: 1, numMessages: 1, ttftBudgetMs: null };
+  const memo = { e2ePredictionMs: null, ttftPredictionMs: null, sloMs: 4000, ttftBudgetMs: null, coldEstimateMs: 2500, coldPrefillMs: 900 };
+  const admitted = { admit: true, boundMs: null, reason: 'cold_start', memo } as AdmissionDecision;
+  const refused = { admit: false, boundMs: null, reason: 'uncalibrated', memo: { ...memo, coldEstimateMs: 6000, coldPrefillMs: 3000 } } as unknown as AdmissionDecision;
+  const t = { requestId: 'r', arrivalMs: 0, deadlineMs: 4000, scheduledMs: 1, firstTokenMs: 900, finishedMs: 1200, numPromptTokens: 10, maxTokens: 5, numCachedTokens: 0, numOutputTokens: 5, numPreemptions: 0, outcome: 'length' } as RequestTimeline;
+  const x = new Float64Array(NUM_FEATURES);
+  w.finished(ctx, x, admitted, 0, t);
+  w.refused({ ...ctx, requestId: 's' }, x, refused);
+  w.refused({ ...ctx, requestId: 'u' }, x, null);
+  await w.close();
+  const rows = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as TraceRow);
+  rmSync(dir, { recursive: true, force: true });
+  assert.deepEqual(rows.map((r) => [r.reason, r.estimate_ms, r.estimate_prefill_ms]), [['cold_start', 2500, 900], ['uncalibrated', 6000, 3000], [undefined, undefined, undefined]]);
 });

@@ -115,8 +115,9 @@ test("the snapshot carries each running request's deadline and remaining output,
   const [deadlineMs, left] = s.runningDeadlines;
   assert.equal(deadlineMs, req.deadlineMs);
   assert.ok(left! > 30 && left! < 50, `remaining ${String(left)} of 50 after ten steps`);
-  // What admission reads off it: a request whose prefill (800 tokens at 1,000/s) pushes the running
-  // one from on time (~40 × 10 ms) to late is refused by the protection rule; a short one is not.
+  // What admission reads off it: a request whose prefill (800 tokens at the engine's measured
+  // prefill rate, at most a few thousand per second here) pushes the running one from on time
+  // (~40 steps of 10 ms) to late is refused by the protection rule; a 10-token one is not.
   const ctx = { requestId: 'n', arrivalMs: s.atMs, sloMs: 4000, numPromptTokens: 800, numCachedTokens: 0, maxTokens: 10, n: 1, numMessages: 1, ttftBudgetMs: null };
   assert.equal(delaysAdmitted(extractFeatures(ctx, s, new Float64Array(NUM_FEATURES)), s), req.deadlineMs);
   assert.equal(delaysAdmitted(extractFeatures({ ...ctx, numPromptTokens: 10 }, s, new Float64Array(NUM_FEATURES)), s), null);
