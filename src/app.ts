@@ -181,7 +181,7 @@ export class Headroom {
       this.#install(await load());
     }
     this.engine.start();
-    await this.#warmUp();
+    const decodeMs = await this.#warmUp();
     const engine = this.engine;
     // After the warm-up: its probes' steps and one-token outputs are not what the saved estimates describe.
     this.admission.keep?.('engine', { save: () => engine.estimates(), restore: (data) => engine.restoreEstimates(data) });
@@ -195,6 +195,8 @@ export class Headroom {
     if (model !== null) this.app.log.info(model);
     const warnings = info.details['loadWarnings'];
     if (Array.isArray(warnings)) for (const w of warnings) this.app.log.warn(`llama.cpp: ${String(w)}`);
+    const capLate = capOutputWarning(this.#opts.server.maxOutputTokens, decodeMs, this.#opts.server.sloMs);
+    if (capLate !== null) this.app.log.warn(capLate);
     this.app.log.info(`serving ${info.modelId}${as} with the ${info.name} runner and the ${this.#opts.scheduler.scheduler} scheduler on ${this.#address}; ready`);
   }
 
@@ -300,7 +302,7 @@ export class Headroom {
    * refused every demo request as impossible, and nothing admitted ever corrected it. The runner
    * works on the scratch sequence directly, so the prefix cache gets nothing.
    */
-  async #warmUp(): Promise<void> {
+  async #warmUp(): Promise<number> {
     const engine = this.engine;
     const runner = engine.runner;
     const seqId = asSeqId(runner.info.maxSequences - 1);
@@ -325,6 +327,7 @@ export class Headroom {
     if (!r.ok) throw new Error(`warm-up step failed: ${r.message}`);
     const stepMsByBatch = [[1, decodeMs] as const, ...(await this.#timeDecodeBatches(prompt.slice(0, 8)))];
     engine.seedAverages({ stepMs: decodeMs, prefillTokensPerS: (prompt.length * 1000) / Math.max(prefillMs, 1e-3), decodeTokensPerS: 1000 / Math.max(decodeMs, 1e-3), stepMsByBatch });
+    return decodeMs;
   }
 
   /**
@@ -375,6 +378,23 @@ export class Headroom {
     }
     return out;
   }
+}
+
+/**
+ * The warning for an SLO shorter than the longest output the server allows takes alone: an output
+ * of `maxOutputTokens` decodes in at least that many steps, each no faster than the warm-up's
+ * batch-1 step, so a request that runs to the cap finishes past the SLO whatever admission does
+ * (it cannot see at admission which outputs will end late at EOS). null when the cap fits.
+ */
+export function capOutputWarning(maxOutputTokens: number, decodeStepMs: number, sloMs: number): string | null {
+  const aloneMs = maxOutputTokens * decodeStepMs;
+  if (!(aloneMs > sloMs)) return null;
+  const s = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
+  return (
+    `an output of --max-output-tokens (${maxOutputTokens} tokens) takes about ${s(aloneMs)} alone at the warm-up's decode step ` +
+    `(${decodeStepMs.toFixed(1)} ms), past the ${s(sloMs)} SLO (--slo-ms): outputs that long finish late whatever admission does — ` +
+    `raise --slo-ms or lower --max-output-tokens (docs/admission.md, "What the SLO must allow")`
+  );
 }
 
 /**

@@ -257,13 +257,22 @@ export interface SavedStepTimes {
  * size above a measured one, the nearest measured size's mean grown by how the warm-up's plain
  * decode steps grew with the batch (seed), or without that held between measured sizes and scaled
  * by b / b_max past the largest (decode cost at most linear in the batch: an upper bound where
- * nothing was measured). add is O(1); table is O(maxBatch) after a change.
+ * nothing was measured). A size with fewer than 1/α steps reads no slower than the nearest size
+ * below it that has them, grown the same way (linearly without a shape): a few steps that shared
+ * long prompt chunks are not yet that size's step time. Admission plans a request by the batch it
+ * joins, and a size read too slow is refused, so never run, so never corrected — on chat-natural
+ * at a 10 s SLO, 24 ms at batch 2 beside 6.9 ms at batch 1 refused every request that arrived beside
+ * one running request for five minutes (38% of a half-saturation load that admission off served,
+ * results/admission/chat-natural-slow-host); read too fast, the requests admitted on it measure the
+ * size within 1/α steps. add is O(1); table is O(maxBatch) after a change.
  */
 export class StepTimesByBatch {
   readonly #mean: Float64Array;
   /** Steps seen per batch size: the first 1/α are averaged with equal weights. */
   readonly #count: Float64Array;
   readonly #alpha: number;
+  /** Steps after which a size's mean stands on its own (1/α: where the mean turns exponential). */
+  readonly #settleSteps: number;
   /** Growth with the batch from the warm-up's timed steps (seed), monotone; null: linear. */
   #shape: Float64Array | null = null;
   #table: Float64Array | null = null;
@@ -275,6 +284,7 @@ export class StepTimesByBatch {
     this.#mean = new Float64Array(maxBatch).fill(NaN);
     this.#count = new Float64Array(maxBatch);
     this.#alpha = alpha;
+    this.#settleSteps = Math.ceil(1 / alpha);
   }
 
   /** One step that decoded `batch` sequences and took `ms`; steps that decoded none are not counted. */
@@ -364,18 +374,28 @@ export class StepTimesByBatch {
     const t = new Float64Array(n);
     let env = this.#mean[first]!;
     let from = first; // the largest measured size at or below i
+    let settledFrom = -1; // the largest settled size below i, and the table there
+    let settledEnv = NaN;
+    // Unmeasured above a measured size: that size's time grown by the warm-up's shape; without
+    // one, held between measured sizes and linear in the batch past the largest.
+    const grown = (e: number, f: number, i: number): number => (shape !== null ? (e * shape[i]!) / shape[f]! : i > last ? (e * (i + 1)) / (last + 1) : e);
+    // The most a size with few steps reads: the settled size below it grown by the shape, or linearly.
+    const capped = (e: number, f: number, i: number): number => (shape !== null ? (e * shape[i]!) / shape[f]! : (e * (i + 1)) / (f + 1));
     for (let i = 0; i < n; i++) {
-      const m = this.#mean[i]!;
+      let m = this.#mean[i]!;
       let v: number;
       if (!Number.isNaN(m)) {
+        // A size with fewer steps than settle it reads no slower than the settled size below grown to it.
+        if (this.#count[i]! < this.#settleSteps && settledFrom >= 0) m = Math.min(m, capped(settledEnv, settledFrom, i));
         env = Math.max(env, m);
         from = i;
         v = env;
+        if (this.#count[i]! >= this.#settleSteps) {
+          settledFrom = i;
+          settledEnv = env;
+        }
       } else if (i < first) v = env;
-      // Unmeasured above a measured size: that size's time grown by the warm-up's shape; without
-      // one, held between measured sizes and linear in the batch past the largest.
-      else if (shape !== null) v = (env * shape[i]!) / shape[from]!;
-      else v = i > last ? (env * (i + 1)) / (last + 1) : env;
+      else v = grown(env, from, i);
       t[i] = i > 0 ? Math.max(t[i - 1]!, v) : v;
     }
     return t;

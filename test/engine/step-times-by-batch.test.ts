@@ -184,3 +184,29 @@ test('the warm-up before serving times decode steps at larger batches and seeds 
     await server.close();
   }
 });
+
+test('StepTimesByBatch: a size with fewer than 1/α steps reads no slower than the settled size below it grown to it; once settled, its own mean', () => {
+  const t = new StepTimesByBatch(4, 1 / 32);
+  t.seed([[1, 5], [2, 7], [4, 10]]);
+  for (let i = 0; i < 40; i++) t.add(1, 6); // batch 1 settled at 6 ms
+  // Batch 2's first steps: one shared a 150 ms prompt chunk, three were plain.
+  t.add(2, 150);
+  for (let i = 0; i < 3; i++) t.add(2, 8);
+  const grownTo2 = (6 * 7) / 5;
+  assert.ok(Math.abs(t.table()![1]! - grownTo2) < 1e-9, `batch 2 at batch 1 grown by the shape (${grownTo2}), not its 4-step mean 43.5: ${t.table()![1]}`);
+  assert.ok(Math.abs(t.table()![3]! - (grownTo2 * 10) / 7) < 1e-9, 'batch 4 grows from that reading');
+  // 28 more steps at 40 ms: 32 steps, settled — its own mean, however slow.
+  for (let i = 0; i < 28; i++) t.add(2, 40);
+  const mean = (150 + 3 * 8 + 28 * 40) / 32;
+  assert.ok(Math.abs(t.table()![1]! - mean) < 1e-9, `settled: ${t.table()![1]} vs ${mean}`);
+  // Without a shape the cap is linear from the settled size.
+  const u = new StepTimesByBatch(4, 1 / 32);
+  for (let i = 0; i < 32; i++) u.add(1, 6);
+  u.add(3, 100);
+  assert.deepEqual(Array.from(u.table()!), [6, 6, 18, 24]);
+  // A size below every settled one, or with none settled, keeps its mean.
+  const v = new StepTimesByBatch(4, 1 / 32);
+  v.add(1, 6);
+  v.add(2, 100);
+  assert.deepEqual(Array.from(v.table()!), [6, 100, 150, 200]);
+});
