@@ -380,7 +380,7 @@ export class StepTimesByBatch {
     // one, held between measured sizes and linear in the batch past the largest.
     const grown = (e: number, f: number, i: number): number => (shape !== null ? (e * shape[i]!) / shape[f]! : i > last ? (e * (i + 1)) / (last + 1) : e);
     // The most a size with few steps reads: the settled size below it grown by the shape, or linearly.
-    const capped = (e: number, f: number, i: number): number => (shape !== null ? (e * shape[i]!) / shape[f]! : (e * (i + 1)) / (f + 1));
+    const capped = (e: number, f: number, i: number): number => (shape !== null ? grown(e, f, i) : (e * (i + 1)) / (f + 1));
     for (let i = 0; i < n; i++) {
       let m = this.#mean[i]!;
       let v: number;
